@@ -1,0 +1,321 @@
+"""The s2e coreference head (Kirstain, Ram & Levy 2021) as a pure PyTorch module.
+
+Mentions and antecedents are scored from span *endpoint* token vectors only.
+Memory stays linear in document length: mention candidates are enumerated per
+width (at most ``max_width`` of them per token, never a T x T matrix) and the
+antecedent matrix over the kept candidates is built in row chunks, so
+inference holds at most ``chunk x K`` scores at a time (and ``chunk x
+max_antecedents`` with the optional window).
+"""
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+Span = Tuple[int, int]  # (start, end), both inclusive token indices
+Clusters = List[List[Span]]
+
+NEG_INF = -1e30
+
+
+@dataclass
+class S2EDocument:
+    """One document's inputs to the head.
+
+    tokens (Tensor): [T, d] token vectors.
+    sent_ids (Optional[Tensor]): [T] sentence index a token, or None when the
+        Doc has no sentence boundaries (mentions may then cross sentences).
+    speaker_ids (Optional[Tensor]): [T] speaker index a token, -1 unknown.
+    """
+
+    tokens: Tensor
+    sent_ids: Optional[Tensor] = None
+    speaker_ids: Optional[Tensor] = None
+
+
+def _mlp(hidden_size: int, dropout: float) -> nn.Module:
+    # LazyLinear: the encoder's width is known only once it has run, and the
+    # state dict restores the shape when a pipeline is loaded from disk.
+    return nn.Sequential(nn.LazyLinear(hidden_size), nn.GELU(), nn.Dropout(dropout))
+
+
+class S2EHead(nn.Module):
+    """Bilinear mention and antecedent scores over span endpoints.
+
+    hidden_size (int): width of the endpoint projections m^s, m^e, a^s, a^e.
+    dropout (float): dropout after each projection.
+    max_width (int): longest mention candidate, in tokens (the paper's l).
+    top_lambda (float): keep the ceil(top_lambda * T) best candidates.
+    max_antecedents (Optional[int]): consider only this many preceding
+        candidates as antecedents (None: all), bounding memory on books.
+    use_speakers (bool): add a learned same-speaker / different-speaker term
+        to the antecedent score when speaker ids are given.
+    chunk_size (int): query rows of the antecedent matrix built at once.
+    mention_loss_weight (float): weight of an auxiliary binary cross-entropy
+        on every candidate's mention score (gold mention or not). The paper
+        trains mention scores only through the antecedent loss; on small
+        data that lets the head push every kept candidate to "null" before
+        gold mentions enter the top-k. 0 gives the paper's loss.
+    """
+
+    def __init__(
+        self,
+        *,
+        hidden_size: int = 1024,
+        dropout: float = 0.3,
+        max_width: int = 30,
+        top_lambda: float = 0.4,
+        max_antecedents: Optional[int] = None,
+        use_speakers: bool = True,
+        chunk_size: int = 512,
+        mention_loss_weight: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.mention_loss_weight = mention_loss_weight
+        self.max_width = max_width
+        self.top_lambda = top_lambda
+        self.max_antecedents = max_antecedents
+        self.use_speakers = use_speakers
+        self.chunk_size = chunk_size
+        self.mention_start = _mlp(hidden_size, dropout)
+        self.mention_end = _mlp(hidden_size, dropout)
+        self.antecedent_start = _mlp(hidden_size, dropout)
+        self.antecedent_end = _mlp(hidden_size, dropout)
+        self.mention_start_score = nn.Linear(hidden_size, 1)  # v_s
+        self.mention_end_score = nn.Linear(hidden_size, 1)  # v_e
+        self.mention_bilinear = nn.Linear(hidden_size, hidden_size)  # B_m
+        # The four antecedent bilinear terms, applied to the query's endpoints:
+        # start-to-start, end-to-end, start-to-end, end-to-start.
+        self.antecedent_s2s = nn.Linear(hidden_size, hidden_size)
+        self.antecedent_e2e = nn.Linear(hidden_size, hidden_size)
+        self.antecedent_s2e = nn.Linear(hidden_size, hidden_size)
+        self.antecedent_e2s = nn.Linear(hidden_size, hidden_size)
+        # [different speaker, same speaker], added when both are known.
+        self.speaker_bias = nn.Parameter(torch.zeros(2))
+
+    # ----- mention candidates -------------------------------------------------
+
+    def score_mentions(
+        self, tokens: Tensor, sent_ids: Optional[Tensor]
+    ) -> Tuple[Tensor, Tensor, Tensor]:
+        """Score every span of width <= max_width (within one sentence when
+        sentences are known), one width at a time: O(T * max_width) scores.
+
+        RETURNS (Tuple[Tensor, Tensor, Tensor]): starts, ends (inclusive), scores.
+        """
+        n_tokens = tokens.shape[0]
+        m_start = self.mention_start(tokens)
+        m_end = self.mention_end(tokens)
+        start_scores = self.mention_start_score(m_start).squeeze(-1)
+        end_scores = self.mention_end_score(m_end).squeeze(-1)
+        start_bilinear = self.mention_bilinear(m_start)
+        positions = torch.arange(n_tokens, device=tokens.device)
+        starts, ends, scores = [], [], []
+        for width in range(min(self.max_width, n_tokens)):
+            n = n_tokens - width
+            joint = (start_bilinear[:n] * m_end[width:]).sum(-1)
+            score = start_scores[:n] + end_scores[width:] + joint
+            span_starts = positions[:n]
+            span_ends = positions[width:]
+            if sent_ids is not None and width > 0:
+                same_sentence = sent_ids[:n] == sent_ids[width:]
+                score = score[same_sentence]
+                span_starts = span_starts[same_sentence]
+                span_ends = span_ends[same_sentence]
+            starts.append(span_starts)
+            ends.append(span_ends)
+            scores.append(score)
+        return torch.cat(starts), torch.cat(ends), torch.cat(scores)
+
+    def top_candidates(
+        self, starts: Tensor, ends: Tensor, scores: Tensor, n_tokens: int
+    ) -> Tensor:
+        """Indices of the ceil(lambda * T) best candidates, in text order
+        (by start, then end), so "c before q" is "lower index"."""
+        k = min(max(1, math.ceil(self.top_lambda * n_tokens)), scores.shape[0])
+        top = torch.topk(scores.detach(), k, sorted=False).indices
+        order = starts[top] * (n_tokens + 1) + ends[top]
+        return top[torch.argsort(order)]
+
+    # ----- antecedents --------------------------------------------------------
+
+    def _antecedent_window(self, q0: int, q1: int) -> int:
+        if self.max_antecedents is None:
+            return 0
+        return max(0, q0 - self.max_antecedents)
+
+    def _antecedent_chunk(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        mention_scores: Tensor,
+        speakers: Optional[Tensor],
+        q0: int,
+        q1: int,
+    ) -> Tuple[Tensor, int]:
+        """f(c, q) for queries q0..q1-1 against candidates lo..q1-1, with
+        invalid pairs (c >= q, or beyond the window) at -inf.
+
+        RETURNS (Tuple[Tensor, int]): [q1-q0, q1-lo] scores, and lo.
+        """
+        lo = self._antecedent_window(q0, q1)
+        scores = queries[q0:q1] @ keys[lo:q1].T
+        scores = scores + mention_scores[q0:q1, None] + mention_scores[None, lo:q1]
+        if speakers is not None:
+            q_spk = speakers[q0:q1, None]
+            c_spk = speakers[None, lo:q1]
+            known = (q_spk >= 0) & (c_spk >= 0)
+            bias = torch.where(q_spk == c_spk, self.speaker_bias[1], self.speaker_bias[0])
+            scores = scores + torch.where(known, bias, torch.zeros_like(bias))
+        q_index = torch.arange(q0, q1, device=scores.device)[:, None]
+        c_index = torch.arange(lo, q1, device=scores.device)[None, :]
+        valid = c_index < q_index
+        if self.max_antecedents is not None:
+            valid = valid & (q_index - c_index <= self.max_antecedents)
+        return scores.masked_fill(~valid, NEG_INF), lo
+
+    def _antecedent_inputs(
+        self, tokens: Tensor, starts: Tensor, ends: Tensor
+    ) -> Tuple[Tensor, Tensor]:
+        """Stack the four bilinear terms so one matmul gives their sum:
+        f_a(c, q) = [S2S a^s_q; E2E a^e_q; S2E a^s_q; E2S a^e_q] . [a^s_c; a^e_c; a^e_c; a^s_c]."""
+        a_start = self.antecedent_start(tokens)[starts]
+        a_end = self.antecedent_end(tokens)[ends]
+        queries = torch.cat(
+            [
+                self.antecedent_s2s(a_start),
+                self.antecedent_e2e(a_end),
+                self.antecedent_s2e(a_start),
+                self.antecedent_e2s(a_end),
+            ],
+            dim=-1,
+        )
+        keys = torch.cat([a_start, a_end, a_end, a_start], dim=-1)
+        return queries, keys
+
+    # ----- one document -------------------------------------------------------
+
+    def _candidates(self, doc: S2EDocument):
+        tokens = doc.tokens
+        n_tokens = tokens.shape[0]
+        all_starts, all_ends, all_scores = self.score_mentions(tokens, doc.sent_ids)
+        top = self.top_candidates(all_starts, all_ends, all_scores, n_tokens)
+        starts, ends, mention_scores = all_starts[top], all_ends[top], all_scores[top]
+        queries, keys = self._antecedent_inputs(tokens, starts, ends)
+        speakers = None
+        if self.use_speakers and doc.speaker_ids is not None:
+            speakers = doc.speaker_ids[starts]
+        candidates = (starts, ends, mention_scores, queries, keys, speakers)
+        return candidates, (all_starts, all_ends, all_scores)
+
+    def document_loss(self, doc: S2EDocument, gold: Clusters) -> Tensor:
+        """Marginal log-likelihood of the gold antecedents among the kept
+        candidates; null is gold for a candidate that is not a gold mention or
+        has no kept gold antecedent (as in the paper's reference code).
+
+        RETURNS (Tensor): summed over the kept candidates.
+        """
+        n_tokens = doc.tokens.shape[0]
+        candidates, (all_starts, all_ends, all_scores) = self._candidates(doc)
+        starts, ends, mention_scores, queries, keys, speakers = candidates
+        cluster_ids = gold_cluster_ids(starts, ends, gold, n_tokens)
+        n_cand = starts.shape[0]
+        loss = doc.tokens.new_zeros(())
+        if self.mention_loss_weight > 0:
+            is_mention = (gold_cluster_ids(all_starts, all_ends, gold, n_tokens) > 0).to(all_scores.dtype)
+            bce = nn.functional.binary_cross_entropy_with_logits(all_scores, is_mention, reduction="sum")
+            # about max_width candidates a token: scale to a per-token sum,
+            # like the antecedent loss (a sum over ~lambda * T candidates)
+            loss = loss + self.mention_loss_weight * bce / self.max_width
+        for q0 in range(0, n_cand, self.chunk_size):
+            q1 = min(n_cand, q0 + self.chunk_size)
+            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1)
+            q_ids = cluster_ids[q0:q1, None]
+            gold_pairs = (q_ids > 0) & (q_ids == cluster_ids[None, lo:q1]) & (scores > NEG_INF / 2)
+            no_gold = ~gold_pairs.any(dim=1, keepdim=True)
+            null = scores.new_zeros((q1 - q0, 1))
+            all_scores = torch.cat([scores, null], dim=1)
+            gold_mask = torch.cat([gold_pairs, no_gold], dim=1)
+            gold_scores = all_scores.masked_fill(~gold_mask, NEG_INF)
+            loss = loss + (torch.logsumexp(all_scores, 1) - torch.logsumexp(gold_scores, 1)).sum()
+        return loss
+
+    @torch.no_grad()
+    def document_clusters(self, doc: S2EDocument) -> Clusters:
+        """Best antecedent (or null) a kept candidate, clusters by union; no
+        singletons. Clusters in order of their first mention."""
+        n_tokens = doc.tokens.shape[0]
+        if n_tokens == 0:
+            return []
+        candidates, _ = self._candidates(doc)
+        starts, ends, mention_scores, queries, keys, speakers = candidates
+        n_cand = starts.shape[0]
+        antecedents = []
+        for q0 in range(0, n_cand, self.chunk_size):
+            q1 = min(n_cand, q0 + self.chunk_size)
+            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1)
+            best_score, best = scores.max(dim=1)
+            # null scores 0: link only when some antecedent scores above it
+            antecedents.append(torch.where(best_score > 0, best + lo, torch.full_like(best, -1)))
+        links = torch.cat(antecedents).tolist()
+        return clusters_from_links(starts.tolist(), ends.tolist(), links)
+
+    def forward(
+        self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
+    ) -> Tuple[Optional[Tensor], List[Dict[str, Clusters]]]:
+        """Loss over a batch (when golds are given) or predicted clusters.
+
+        docs (Sequence[S2EDocument]): the batch.
+        golds (Optional[Sequence[Clusters]]): gold clusters a document.
+        RETURNS (Tuple[Optional[Tensor], List[Dict[str, Clusters]]]): the
+            summed loss (None without golds, or when no document has a token),
+            and a {"clusters": ...} dict a document (empty while training).
+        """
+        if golds is None:
+            return None, [{"clusters": self.document_clusters(doc)} for doc in docs]
+        if len(golds) != len(docs):
+            raise ValueError(f"{len(docs)} documents but {len(golds)} gold cluster lists")
+        losses = [self.document_loss(doc, gold) for doc, gold in zip(docs, golds) if doc.tokens.shape[0]]
+        loss = torch.stack(losses).sum() if losses else None
+        return loss, [{"clusters": []} for _ in docs]
+
+
+def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int) -> Tensor:
+    """Cluster id (from 1) of each candidate span, 0 when it is not a gold
+    mention. A span in two gold clusters keeps the first."""
+    ids = torch.zeros_like(starts)
+    if not gold:
+        return ids
+    key_to_id: Dict[int, int] = {}
+    for cluster_id, cluster in enumerate(gold, start=1):
+        for start, end in cluster:
+            key_to_id.setdefault(start * (n_tokens + 1) + end, cluster_id)
+    gold_keys = torch.tensor(sorted(key_to_id), device=starts.device, dtype=starts.dtype)
+    gold_vals = torch.tensor([key_to_id[k] for k in sorted(key_to_id)], device=starts.device, dtype=starts.dtype)
+    cand_keys = starts * (n_tokens + 1) + ends
+    pos = torch.searchsorted(gold_keys, cand_keys).clamp(max=gold_keys.shape[0] - 1)
+    hit = gold_keys[pos] == cand_keys
+    return torch.where(hit, gold_vals[pos], ids)
+
+
+def clusters_from_links(starts: List[int], ends: List[int], links: List[int]) -> Clusters:
+    """Union candidates with their chosen antecedent (-1: none); clusters of
+    two or more mentions, each sorted, in order of their first mention."""
+    parent = list(range(len(links)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for q, c in enumerate(links):
+        if c >= 0:
+            parent[find(q)] = find(c)
+    groups: Dict[int, List[Span]] = {}
+    for i in range(len(links)):
+        groups.setdefault(find(i), []).append((starts[i], ends[i]))
+    clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]
+    return sorted(clusters, key=lambda c: c[0])

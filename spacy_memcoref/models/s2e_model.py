@@ -1,0 +1,86 @@
+"""Thinc builder for the s2e model: `spacy_memcoref.S2E.v1`.
+
+torch is imported inside the builder, so loading the entry points (which
+spaCy does for every pipeline) never needs it.
+"""
+from typing import List, Optional
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Model
+from thinc.types import Floats2d
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(f"spacy_memcoref.S2E.v1: {message}")
+
+
+@registry.architectures("spacy_memcoref.S2E.v1")
+def build_s2e(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    *,
+    hidden_size: int = 1024,
+    dropout: float = 0.3,
+    max_width: int = 30,
+    top_lambda: float = 0.4,
+    max_antecedents: Optional[int] = None,
+    use_speakers: bool = True,
+    head_lr_scale: float = 30.0,
+    chunk_size: int = 512,
+    mention_loss_weight: float = 1.0,
+) -> Model:
+    """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): encoder, one vector a token.
+    hidden_size (int): width of the endpoint projections (paper: 3072).
+    dropout (float): dropout in the head (paper: 0.3).
+    max_width (int): longest mention candidate in tokens (paper: 30).
+    top_lambda (float): kept candidates a token (paper: 0.4).
+    max_antecedents (Optional[int]): preceding candidates considered a
+        mention; None = all. Set it (e.g. 200) for book-length documents.
+    use_speakers (bool): learned same/different-speaker antecedent term from
+        doc.spans["speakers"] when present.
+    head_lr_scale (float): the head learns this many times faster than the
+        encoder (reference: 3e-4 / 1e-5 = 30).
+    chunk_size (int): antecedent rows scored at once (memory vs speed).
+    mention_loss_weight (float): auxiliary mention-detection loss weight
+        (0 = the paper's antecedent loss alone).
+    RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
+    """
+    _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
+    _check(0.0 <= dropout < 1.0, f"dropout must be in [0, 1), got {dropout!r}")
+    _check(isinstance(max_width, int) and max_width >= 1, f"max_width must be a positive integer, got {max_width!r}")
+    _check(0.0 < top_lambda <= 1.0, f"top_lambda must be in (0, 1], got {top_lambda!r}")
+    _check(
+        max_antecedents is None or (isinstance(max_antecedents, int) and max_antecedents >= 1),
+        f"max_antecedents must be a positive integer or null, got {max_antecedents!r}",
+    )
+    _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
+    _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
+    _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
+
+    from .pytorch_s2e import S2EDocument, S2EHead
+    from .torch_head import build_coref_model, sentence_ids, speaker_ids
+
+    head = S2EHead(
+        hidden_size=hidden_size,
+        dropout=dropout,
+        max_width=max_width,
+        top_lambda=top_lambda,
+        max_antecedents=max_antecedents,
+        use_speakers=use_speakers,
+        chunk_size=chunk_size,
+        mention_loss_weight=mention_loss_weight,
+    )
+
+    def make_head_input(doc: Doc, tokens) -> S2EDocument:
+        return S2EDocument(
+            tokens=tokens,
+            sent_ids=sentence_ids(doc, tokens.device),
+            speaker_ids=speaker_ids(doc, tokens.device) if use_speakers else None,
+        )
+
+    return build_coref_model(
+        "s2e", tok2vec, head, make_head_input, lr_scale=head_lr_scale, attrs={"gold_kind": "clusters"}
+    )

@@ -1,0 +1,158 @@
+"""Thinc glue shared by the s2e and PeTra models: an encoder (tok2vec) chained
+to a PyTorch coreference head that computes its own loss.
+
+The model's input is ``(docs, golds)`` with ``golds`` None at inference; its
+output is ``(loss, predictions)``. Backpropagating the scalar 1.0 through it
+trains the head and the encoder together, so the component never touches a
+tensor. Only import this module from a model builder: it imports torch.
+"""
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import torch
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
+from thinc.types import Floats2d
+
+CorefInput = Tuple[List[Doc], Optional[List[Any]]]
+CorefOutput = Tuple[float, List[Any]]
+# (doc, token vectors as a torch tensor) -> the head's per-document input
+MakeHeadInput = Callable[[Doc, torch.Tensor], Any]
+
+
+class ScaledLRPyTorchShim(PyTorchShim):
+    """A PyTorchShim whose parameters learn `lr_scale` times faster than the
+    rest of the pipeline: the s2e reference trains its head at 3e-4 and the
+    encoder at 1e-5, and Thinc has one optimizer for both."""
+
+    def __init__(self, model: torch.nn.Module, *, lr_scale: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.lr_scale = lr_scale
+
+    def finish_update(self, optimizer) -> None:
+        for name, torch_data in self._model.named_parameters():
+            if torch_data.grad is None:
+                continue
+            if not self._grad_scaler.found_inf:
+                param, _ = optimizer(
+                    (self.id, name),
+                    torch2xp(torch_data.data),
+                    torch2xp(torch_data.grad),
+                    lr_scale=self.lr_scale,
+                )
+                torch_data.data = xp2torch(param, requires_grad=True, device=torch_data.device)
+            torch_data.grad.zero_()
+        self._grad_scaler.update()
+
+
+def build_coref_model(
+    name: str,
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    head: torch.nn.Module,
+    make_head_input: MakeHeadInput,
+    *,
+    lr_scale: float = 1.0,
+    attrs: Optional[dict] = None,
+) -> Model[CorefInput, CorefOutput]:
+    """Chain an encoder and a torch head into one Thinc model.
+
+    name (str): the Thinc model's name.
+    tok2vec (Model[List[Doc], List[Floats2d]]): the encoder.
+    head (torch.nn.Module): forward(inputs, golds) -> (loss or None, predictions).
+    make_head_input (MakeHeadInput): builds the head's input for one document.
+    lr_scale (float): learning-rate multiplier for the head's parameters.
+    attrs (Optional[dict]): extra attrs (the component reads "gold_kind").
+    RETURNS (Model[CorefInput, CorefOutput]): the model.
+    """
+    head_layer = Model(
+        f"{name}_head",
+        _head_forward,
+        shims=[ScaledLRPyTorchShim(head, lr_scale=lr_scale)],
+        attrs={"make_head_input": make_head_input},
+    )
+    return Model(
+        name,
+        _forward,
+        init=_init,
+        layers=[tok2vec, head_layer],
+        attrs=dict(attrs or {}),
+    )
+
+
+def _forward(model: Model, inputs: CorefInput, is_train: bool):
+    docs, golds = inputs
+    tok2vec, head = model.layers
+    # Encoders choke on empty docs; the head handles them on its own.
+    nonempty = [i for i, doc in enumerate(docs) if len(doc)]
+    if nonempty:
+        vectors, backprop_tok2vec = tok2vec([docs[i] for i in nonempty], is_train)
+        width = vectors[0].shape[1]
+    else:
+        vectors, backprop_tok2vec, width = [], None, 1
+    doc_vectors: List[Floats2d] = [model.ops.alloc2f(0, width) for _ in docs]
+    for i, vec in zip(nonempty, vectors):
+        doc_vectors[i] = vec
+    output, backprop_head = head((docs, doc_vectors, golds), is_train)
+
+    def backprop(d_loss: float) -> CorefInput:
+        d_vectors = backprop_head(d_loss)
+        if backprop_tok2vec is not None:
+            backprop_tok2vec([d_vectors[i] for i in nonempty])
+        return inputs
+
+    return output, backprop
+
+
+def _head_forward(model: Model, inputs, is_train: bool):
+    docs, doc_vectors, golds = inputs
+    make_head_input = model.attrs["make_head_input"]
+    shim = model.shims[0]
+    device = shim.device
+    tensors = [xp2torch(vec, requires_grad=is_train, device=device) for vec in doc_vectors]
+    head_inputs = [make_head_input(doc, tensor) for doc, tensor in zip(docs, tensors)]
+    (loss, predictions), torch_backprop = shim(ArgsKwargs(args=(head_inputs, golds), kwargs={}), is_train)
+    loss_value = float(loss.detach()) if loss is not None else 0.0
+
+    def backprop(d_loss: float) -> List[Floats2d]:
+        if loss is not None and loss.requires_grad:
+            grad = torch.tensor(float(d_loss), dtype=loss.dtype, device=loss.device)
+            torch_backprop(ArgsKwargs(args=(loss,), kwargs={"grad_tensors": grad}))
+        return [
+            torch2xp(t.grad) if t.grad is not None else model.ops.alloc2f(*vec.shape)
+            for t, vec in zip(tensors, doc_vectors)
+        ]
+
+    return (loss_value, predictions), backprop
+
+
+def _init(model: Model, X: Optional[CorefInput] = None, Y=None) -> None:
+    tok2vec = model.layers[0]
+    docs = list(X[0]) if X is not None else None
+    tok2vec.initialize(X=[d for d in docs if len(d)] if docs else None)
+    if docs:
+        # Run the head once so its lazy (input-width-dependent) layers exist
+        # before the first update or serialization.
+        model.predict((docs, None))
+
+
+def sentence_ids(doc: Doc, device: torch.device) -> Optional[torch.Tensor]:
+    """Sentence index a token, or None when the Doc has no sentence boundaries."""
+    if len(doc) == 0 or not doc.has_annotation("SENT_START"):
+        return None
+    starts = [1 if tok.is_sent_start else 0 for tok in doc]
+    starts[0] = 0
+    ids = torch.tensor(starts, dtype=torch.long, device=device)
+    return torch.cumsum(ids, 0)
+
+
+def speaker_ids(doc: Doc, device: torch.device, key: str = "speakers") -> Optional[torch.Tensor]:
+    """Speaker index a token from doc.spans[key] (labels), -1 where unknown;
+    None when the Doc has no speaker spans."""
+    if key not in doc.spans or len(doc.spans[key]) == 0:
+        return None
+    ids = [-1] * len(doc)
+    labels: dict = {}
+    for span in doc.spans[key]:
+        idx = labels.setdefault(span.label_, len(labels))
+        for i in range(span.start, span.end):
+            ids[i] = idx
+    return torch.tensor(ids, dtype=torch.long, device=device)

@@ -1,0 +1,203 @@
+"""The `memcoref` pipeline component: writes coreference clusters to
+doc.spans[f"{prefix}_{i}"] (i from 1), spaCy's own convention, so spaCy's
+scorers, span_cleaner and displaCy's span renderer work unchanged.
+
+The model (s2e or PeTra) computes its own loss from the gold it is given;
+this module only moves Docs, gold and predictions around.
+"""
+import warnings
+from itertools import islice
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer
+
+from .gold import aligned_gold_clusters, cluster_groups
+
+DEFAULT_ENCODER = """
+[model.tok2vec]
+@architectures = "spacy_memcoref.EmbeddedTransformer.v1"
+name = null
+window = 128
+stride = 96
+"""
+
+DEFAULT_S2E_MODEL = """
+[model]
+@architectures = "spacy_memcoref.S2E.v1"
+hidden_size = 1024
+dropout = 0.3
+max_width = 30
+top_lambda = 0.4
+max_antecedents = null
+use_speakers = true
+head_lr_scale = 30.0
+chunk_size = 512
+mention_loss_weight = 1.0
+""" + DEFAULT_ENCODER
+
+DEFAULT_SCORE_WEIGHTS = {
+    "coref_conll_f": 1.0,
+    "coref_muc_f": 0.0,
+    "coref_b3_f": 0.0,
+    "coref_ceafe_f": 0.0,
+    "coref_lea_f": 0.0,
+}
+
+
+@Language.factory(
+    "memcoref",
+    assigns=["doc.spans"],
+    default_config={
+        "model": Config().from_str(DEFAULT_S2E_MODEL)["model"],
+        "span_cluster_prefix": "coref_clusters",
+        "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
+    },
+    default_score_weights=DEFAULT_SCORE_WEIGHTS,
+)
+def make_memcoref(
+    nlp: Language,
+    name: str,
+    model: Model,
+    span_cluster_prefix: str,
+    scorer: Optional[Callable],
+) -> "CorefComponent":
+    """Coreference resolution with s2e (default) or PeTra, chosen by the model."""
+    return CorefComponent(nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer)
+
+
+def make_memcoref_petra(*args: Any, **kwargs: Any):
+    # Registered by the PeTra module (pipeline/petra_factory) once it lands.
+    raise NotImplementedError("memcoref_petra is not available yet")
+
+
+class CorefComponent(TrainablePipe):
+    """Coreference clusters from a model whose input is (docs, golds) and whose
+    output is (loss, one prediction dict a doc with "clusters")."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model,
+        name: str = "memcoref",
+        *,
+        span_cluster_prefix: str = "coref_clusters",
+        scorer: Optional[Callable] = None,
+    ) -> None:
+        if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
+            raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
+        self._warned_unaligned = False
+
+    @property
+    def prefix(self) -> str:
+        return self.cfg["span_cluster_prefix"]
+
+    # ----- inference ----------------------------------------------------------
+
+    def predict(self, docs: Iterable[Doc]) -> List[Dict[str, Any]]:
+        docs = list(docs)
+        if not self._is_initialized():
+            raise ValueError(
+                f"The '{self.name}' component is not initialized: train it with "
+                "`spacy train`, call nlp.initialize(), or load a trained pipeline."
+            )
+        _, predictions = self.model.predict((docs, None))
+        return predictions
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
+        for doc, prediction in zip(docs, predictions):
+            for key in cluster_groups(doc, self.prefix):
+                del doc.spans[key]
+            for i, cluster in enumerate(prediction["clusters"], start=1):
+                doc.spans[f"{self.prefix}_{i}"] = [doc[start : end + 1] for start, end in cluster]
+            writer = self.model.attrs.get("write_extras")
+            if writer is not None:
+                writer(doc, prediction)
+
+    # ----- training -----------------------------------------------------------
+
+    def _golds(self, examples: List[Example]) -> List[Any]:
+        kind = self.model.attrs.get("gold_kind", "clusters")
+        make_gold = self.model.attrs.get("make_gold")
+        golds = []
+        n_missed = 0
+        for eg in examples:
+            if make_gold is not None:
+                gold, missed = make_gold(eg, self.prefix)
+            elif kind == "clusters":
+                gold, missed = aligned_gold_clusters(eg, self.prefix)
+            else:
+                raise ValueError(f"unknown gold kind {kind!r}")
+            golds.append(gold)
+            n_missed += missed
+        if n_missed and not self._warned_unaligned:
+            warnings.warn(
+                f"[{self.name}] {n_missed} gold mention(s) in this batch do not align with the "
+                "predicted tokens and were left out of the loss (warned once)."
+            )
+            self._warned_unaligned = True
+        return golds
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "CorefComponent.update")
+        if not examples:
+            return losses
+        docs = [eg.predicted for eg in examples]
+        (loss, _), backprop = self.model.begin_update((docs, self._golds(examples)))
+        backprop(1.0)
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(self, examples: Iterable[Example], scores: Any = None) -> Tuple[float, None]:
+        """The model's loss on `examples` (without dropout); the gradient is
+        taken inside the model, so no d_scores are returned."""
+        examples = list(examples)
+        validate_examples(examples, "CorefComponent.get_loss")
+        (loss, _) = self.model.predict(([eg.predicted for eg in examples], self._golds(examples)))
+        return loss, None
+
+    def initialize(
+        self,
+        get_examples: Optional[Callable[[], Iterable[Example]]] = None,
+        *,
+        nlp: Optional[Language] = None,
+    ) -> None:
+        """Load the encoder and size the head from a sample of the training
+        examples (or one placeholder Doc when none are given)."""
+        if get_examples is not None:
+            validate_get_examples(get_examples, "CorefComponent.initialize")
+            docs = [eg.predicted for eg in islice(get_examples(), 10)]
+        else:
+            docs = []
+        if not any(len(doc) for doc in docs):
+            docs = [Doc(self.vocab, words=["memcoref", "initialization"])]
+        self.model.initialize(X=(docs, None))
+        self.cfg["initialized"] = True
+
+    def _is_initialized(self) -> bool:
+        return bool(self.cfg.get("initialized"))
+
+    def add_label(self, label: str) -> int:
+        raise NotImplementedError(f"The '{self.name}' component has no labels")

@@ -1,0 +1,59 @@
+"""Gold targets for training, aligned to the predicted tokens by character
+offsets (predicted and reference Docs may be tokenized differently)."""
+from typing import List, Tuple
+
+from spacy.tokens import Doc
+from spacy.training import Example
+
+Span = Tuple[int, int]  # inclusive token indices
+Clusters = List[List[Span]]
+
+
+def cluster_groups(doc: Doc, prefix: str) -> List[str]:
+    """Names of the span groups f"{prefix}_{i}" (i = 1, 2, ...) in numeric order."""
+    marker = f"{prefix}_"
+    numbered = []
+    for key in doc.spans:
+        if key.startswith(marker) and key[len(marker):].isdigit():
+            numbered.append((int(key[len(marker):]), key))
+    return [key for _, key in sorted(numbered)]
+
+
+def doc_clusters(doc: Doc, prefix: str) -> Clusters:
+    """Clusters of a Doc as inclusive token spans, in span-group order."""
+    return [
+        [(span.start, span.end - 1) for span in doc.spans[key]]
+        for key in cluster_groups(doc, prefix)
+        if len(doc.spans[key])
+    ]
+
+
+def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]:
+    """The reference Doc's clusters on the predicted Doc's tokens.
+
+    A gold mention whose characters do not start and end on predicted token
+    boundaries cannot be aligned: it is left out and counted, never a crash.
+
+    RETURNS (Tuple[Clusters, int]): the aligned clusters and the number of
+        gold mentions that could not be aligned.
+    """
+    predicted, reference = example.predicted, example.reference
+    same_tokens = predicted.text == reference.text and len(predicted) == len(reference) and all(
+        p.idx == r.idx for p, r in zip(predicted, reference)
+    )
+    gold = doc_clusters(reference, prefix)
+    if same_tokens:
+        return gold, 0
+    clusters: Clusters = []
+    n_missed = 0
+    for cluster in gold:
+        aligned = []
+        for start, end in cluster:
+            span = predicted.char_span(reference[start].idx, reference[end].idx + len(reference[end]))
+            if span is None:
+                n_missed += 1
+            else:
+                aligned.append((span.start, span.end - 1))
+        if aligned:
+            clusters.append(aligned)
+    return clusters, n_missed
