@@ -4,7 +4,7 @@ Each command imports its implementation lazily so `--help` stays fast and no
 command pays for torch unless it needs it.
 """
 import json
-import sys
+import math
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -36,7 +36,9 @@ def _print_scores(title: str, scores: Dict[str, float], rows) -> None:
     typer.echo(title)
     for row in rows:
         typer.echo(row)
-    typer.echo(json.dumps(scores, sort_keys=True))
+    # strict JSON: an undefined score (e.g. GAP bias with a zero F1) is null
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in scores.items()}
+    typer.echo(json.dumps(clean, sort_keys=True))
 
 
 @convert_app.command("conll")

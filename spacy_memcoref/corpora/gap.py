@@ -1,0 +1,497 @@
+"""GAP (Webster et al. 2018) reader, DocBin converter and system-file writer.
+
+A GAP TSV has a header row and the columns
+`ID Text Pronoun Pronoun-offset A A-offset A-coref B B-offset B-coref URL`.
+Each row becomes one Doc, tokenized by the pipeline's tokenizer, with
+
+- `doc.spans["gap"]`: the A, B and pronoun spans, labels "A", "B", "PRONOUN".
+  Character offsets are Python `str` offsets; a span whose ends do not fall
+  on token boundaries is expanded to the covering tokens (never dropped).
+- `doc.user_data["gap"]`: `{"id": str, "A-coref": bool, "B-coref": bool, "url": str}`.
+- `doc.spans["coref_clusters_1"]`: the positive links, i.e. the pronoun with A
+  and/or B where their label is TRUE (absent when both are FALSE).
+
+Coreference labels are read like the official scorer reads them:
+`value.lower() == "true"` / `"false"`, so TRUE, True, true (any case) are
+accepted; anything else (including surrounding spaces) is an error here,
+where the official scorer would print "Unexpected label!" and go on.
+
+A system file (what the official scorer reads as `--system_tsv`) has no header
+and the columns `ID A-coref B-coref`, written here as TRUE/FALSE.
+"""
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span, SpanGroup
+from spacy.vocab import Vocab
+
+from ..errors import DataFormatError
+from ..util import atomic_output
+
+GAP_COLUMNS: Tuple[str, ...] = (
+    "ID", "Text", "Pronoun", "Pronoun-offset", "A", "A-offset", "A-coref",
+    "B", "B-offset", "B-coref", "URL",
+)
+SYSTEM_COLUMNS: Tuple[str, ...] = ("ID", "A-coref", "B-coref")
+GAP_SPANS_KEY = "gap"
+GAP_USER_DATA_KEY = "gap"
+LABEL_A = "A"
+LABEL_B = "B"
+LABEL_PRONOUN = "PRONOUN"
+
+_OFFSET_RE = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True)
+class GapRow:
+    """One validated row of a GAP TSV.
+
+    line (int): 1-based line number in the file.
+    """
+
+    line: int
+    id: str
+    text: str
+    pronoun: str
+    pronoun_offset: int
+    a: str
+    a_offset: int
+    a_coref: bool
+    b: str
+    b_offset: int
+    b_coref: bool
+    url: str
+
+
+@dataclass
+class GapStats:
+    """Counts collected while reading a GAP TSV.
+
+    rows (int): data rows read.
+    expansions (int): spans (of 3 a row) not aligned to token boundaries and
+        expanded to the covering tokens.
+    expanded_rows (int): rows with at least one expanded span.
+    expanded (List[Tuple[str, str, str, str]]): (id, label, TSV string, span text)
+        of every expansion.
+    """
+
+    rows: int = 0
+    expansions: int = 0
+    expanded_rows: int = 0
+    expanded: List[Tuple[str, str, str, str]] = field(default_factory=list)
+
+
+def parse_gap_label(value: Optional[str]) -> Optional[bool]:
+    """Read a coref label the way the official GAP scorer does.
+
+    value (Optional[str]): the column value.
+    RETURNS (Optional[bool]): True for "true", False for "false" (any case, as
+        `value.lower()` in the official scorer), None for anything else.
+    """
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    return None
+
+
+def format_gap_label(value: bool) -> str:
+    """RETURNS (str): "TRUE" or "FALSE", as in the GAP files."""
+    return "TRUE" if value else "FALSE"
+
+
+def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
+    """Yield (1-based line number, line without its line ending) of a UTF-8
+    text file. A byte-order mark at the start is dropped.
+
+    path (Union[str, Path]): the file.
+    YIELDS (Tuple[int, str]): line number and text.
+    """
+    with Path(path).open("rb") as file_:
+        for i, raw in enumerate(file_, start=1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataFormatError(path, i, f"not valid UTF-8 ({err.reason} at byte {err.start})") from None
+            if i == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield i, text
+
+
+def _parse_offset(path: Path, line: int, column: str, value: str) -> int:
+    if not _OFFSET_RE.fullmatch(value):
+        raise DataFormatError(path, line, f"column {column} must be a non-negative integer, found {value!r}")
+    return int(value)
+
+
+def _parse_label(path: Path, line: int, column: str, value: str) -> bool:
+    label = parse_gap_label(value)
+    if label is None:
+        raise DataFormatError(
+            path, line, f"column {column} must be TRUE or FALSE (any case), found {value!r}"
+        )
+    return label
+
+
+def _check_mention(path: Path, line: int, column: str, text: str, string: str, offset: int) -> None:
+    if not string:
+        raise DataFormatError(path, line, f"column {column} is empty")
+    end = offset + len(string)
+    if end > len(text):
+        raise DataFormatError(
+            path, line,
+            f"{column}-offset {offset} + len({string!r}) = {end} is outside the text ({len(text)} characters)",
+        )
+    found = text[offset:end]
+    if found != string:
+        raise DataFormatError(
+            path, line, f"text at {column}-offset {offset} is {found!r}, not the {column} column {string!r}"
+        )
+
+
+def read_gap_rows(path: Union[str, Path]) -> Iterator[GapRow]:
+    """Read and validate a GAP TSV (header row first), without tokenizing.
+
+    Raises DataFormatError (file, line, reason) on an empty file, a missing or
+    unexpected header, a row without exactly 11 tab-separated columns, an empty
+    or duplicate ID, an offset that is not an integer or lies outside the text,
+    text at an offset that differs from the named string, a coref value other
+    than TRUE/FALSE (any case), or a file with a header and no rows. Blank lines
+    are not rows (the official scorer's csv reader skips them too).
+
+    path (Union[str, Path]): the GAP TSV.
+    YIELDS (GapRow): the rows in file order.
+    """
+    path = Path(path)
+    n_cols = len(GAP_COLUMNS)
+    seen: Dict[str, int] = {}
+    header_seen = False
+    for line, text in iter_lines(path):
+        if not header_seen:
+            fields = text.split("\t")
+            if tuple(fields) != GAP_COLUMNS:
+                if len(fields) == n_cols and _OFFSET_RE.fullmatch(fields[3]):
+                    reason = "missing header: the first line is a data row"
+                else:
+                    reason = f"unexpected header {fields!r}"
+                raise DataFormatError(path, line, f"{reason}; expected the columns {' '.join(GAP_COLUMNS)}")
+            header_seen = True
+            continue
+        if text == "":
+            continue
+        fields = text.split("\t")
+        if len(fields) != n_cols:
+            raise DataFormatError(
+                path, line, f"expected {n_cols} tab-separated columns ({' '.join(GAP_COLUMNS)}), found {len(fields)}"
+            )
+        ex_id, doc_text, pron, pron_off, a, a_off, a_coref, b, b_off, b_coref, url = fields
+        if not ex_id:
+            raise DataFormatError(path, line, "column ID is empty")
+        if ex_id in seen:
+            raise DataFormatError(path, line, f"duplicate ID {ex_id!r} (first on line {seen[ex_id]})")
+        seen[ex_id] = line
+        row = GapRow(
+            line=line,
+            id=ex_id,
+            text=doc_text,
+            pronoun=pron,
+            pronoun_offset=_parse_offset(path, line, "Pronoun-offset", pron_off),
+            a=a,
+            a_offset=_parse_offset(path, line, "A-offset", a_off),
+            a_coref=_parse_label(path, line, "A-coref", a_coref),
+            b=b,
+            b_offset=_parse_offset(path, line, "B-offset", b_off),
+            b_coref=_parse_label(path, line, "B-coref", b_coref),
+            url=url,
+        )
+        _check_mention(path, line, "Pronoun", doc_text, pron, row.pronoun_offset)
+        _check_mention(path, line, "A", doc_text, a, row.a_offset)
+        _check_mention(path, line, "B", doc_text, b, row.b_offset)
+        yield row
+    if not header_seen:
+        raise DataFormatError(path, None, f"empty file: expected a header row ({' '.join(GAP_COLUMNS)}) and data rows")
+    if not seen:
+        raise DataFormatError(path, 1, "no data rows after the header")
+
+
+@functools.lru_cache(maxsize=4)
+def _blank(lang: str) -> Language:
+    return spacy.blank(lang)
+
+
+def _make_doc_fn(nlp_or_tokenizer: Optional[Union[Language, Callable[[str], Doc]]], lang: str) -> Callable[[str], Doc]:
+    if nlp_or_tokenizer is None:
+        return _blank(lang).make_doc
+    if isinstance(nlp_or_tokenizer, Language):
+        return nlp_or_tokenizer.make_doc
+    if callable(nlp_or_tokenizer):
+        return nlp_or_tokenizer
+    raise TypeError(f"expected a spaCy Language or a tokenizer (str -> Doc), got {type(nlp_or_tokenizer)!r}")
+
+
+def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[str, Path] = "<gap>") -> Tuple[Doc, List[Tuple[str, str, str]]]:
+    """Make the Doc of one GAP row.
+
+    row (GapRow): a validated row.
+    make_doc (Callable[[str], Doc]): the tokenizer.
+    path (Union[str, Path]): the source file, for error messages.
+    RETURNS (Tuple[Doc, List[Tuple[str, str, str]]]): the Doc and its expansions
+        as (label, TSV string, span text).
+    """
+    doc = make_doc(row.text)
+    if doc.text != row.text:
+        raise DataFormatError(path, row.line, "the tokenizer changed the text; character offsets cannot be mapped")
+    expansions: List[Tuple[str, str, str]] = []
+    spans: Dict[str, Span] = {}
+    for label, string, offset in (
+        (LABEL_A, row.a, row.a_offset),
+        (LABEL_B, row.b, row.b_offset),
+        (LABEL_PRONOUN, row.pronoun, row.pronoun_offset),
+    ):
+        end = offset + len(string)
+        span = doc.char_span(offset, end, label=label)
+        if span is None:
+            span = doc.char_span(offset, end, label=label, alignment_mode="expand")
+            if span is None or len(span) == 0:
+                raise DataFormatError(path, row.line, f"{label} {string!r} at {offset} covers no token")
+            expansions.append((label, string, span.text))
+        spans[label] = span
+    doc.spans[GAP_SPANS_KEY] = SpanGroup(doc, name=GAP_SPANS_KEY, spans=[spans[LABEL_A], spans[LABEL_B], spans[LABEL_PRONOUN]])
+    doc.user_data[GAP_USER_DATA_KEY] = {"id": row.id, "A-coref": row.a_coref, "B-coref": row.b_coref, "url": row.url}
+    linked = [spans[LABEL_PRONOUN]]
+    if row.a_coref:
+        linked.append(spans[LABEL_A])
+    if row.b_coref:
+        linked.append(spans[LABEL_B])
+    if len(linked) > 1:
+        linked.sort(key=lambda s: (s.start, s.end))
+        doc.spans["coref_clusters_1"] = SpanGroup(doc, name="coref_clusters_1", spans=linked)
+    return doc, expansions
+
+
+def read_gap(
+    path: Union[str, Path],
+    nlp_or_tokenizer: Optional[Union[Language, Callable[[str], Doc]]] = None,
+    *,
+    lang: str = "en",
+    stats: Optional[GapStats] = None,
+) -> Iterator[Doc]:
+    """Read a GAP TSV as Docs, one a row (see the module docstring).
+
+    path (Union[str, Path]): the GAP TSV, with its header row.
+    nlp_or_tokenizer (Optional[Union[Language, Callable[[str], Doc]]]): the
+        pipeline whose tokenizer splits the texts, or a tokenizer; default
+        spacy.blank(lang).
+    lang (str): language of the blank pipeline when nlp_or_tokenizer is None.
+    stats (Optional[GapStats]): updated in place with rows and expansions.
+    YIELDS (Doc): one Doc a row, in file order.
+    """
+    make_doc: Optional[Callable[[str], Doc]] = None
+    for row in read_gap_rows(path):
+        if make_doc is None:  # after the first row validates: bad files fail fast
+            make_doc = _make_doc_fn(nlp_or_tokenizer, lang)
+        doc, expansions = gap_row_to_doc(row, make_doc, path=path)
+        if stats is not None:
+            stats.rows += 1
+            stats.expansions += len(expansions)
+            stats.expanded_rows += bool(expansions)
+            stats.expanded.extend((row.id, *exp) for exp in expansions)
+        yield doc
+
+
+def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *, lang: str = "en") -> Dict[str, int]:
+    """Convert a GAP TSV to a DocBin (store_user_data=True). Nothing is written
+    unless the whole file converts.
+
+    input_path (Union[str, Path]): the GAP TSV.
+    output_path (Union[str, Path]): the .spacy file to write.
+    lang (str): language whose blank tokenizer splits the texts.
+    RETURNS (Dict[str, int]): rows, docs, expansions, expanded_rows, tokens,
+        links (positive A/B labels).
+    """
+    stats = GapStats()
+    docbin = DocBin(store_user_data=True)
+    n_docs = n_tokens = n_links = 0
+    for doc in read_gap(input_path, lang=lang, stats=stats):
+        docbin.add(doc)
+        n_docs += 1
+        n_tokens += len(doc)
+        data = doc.user_data[GAP_USER_DATA_KEY]
+        n_links += int(data["A-coref"]) + int(data["B-coref"])
+    with atomic_output(output_path) as tmp:
+        docbin.to_disk(tmp)
+    return {
+        "rows": stats.rows,
+        "docs": n_docs,
+        "expansions": stats.expansions,
+        "expanded_rows": stats.expanded_rows,
+        "tokens": n_tokens,
+        "links": n_links,
+    }
+
+
+def gap_spans(doc: Doc) -> Dict[str, Span]:
+    """The A, B and PRONOUN spans of a GAP Doc.
+
+    doc (Doc): a Doc made by read_gap (or with the same doc.spans["gap"]).
+    RETURNS (Dict[str, Span]): label -> span for "A", "B", "PRONOUN".
+    """
+    if GAP_SPANS_KEY not in doc.spans:
+        raise ValueError(f'no doc.spans["{GAP_SPANS_KEY}"] (not a GAP Doc; convert GAP with `convert gap`)')
+    found: Dict[str, Span] = {}
+    for span in doc.spans[GAP_SPANS_KEY]:
+        if span.label_ in found:
+            raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has more than one span labelled {span.label_!r}')
+        found[span.label_] = span
+    missing = [label for label in (LABEL_A, LABEL_B, LABEL_PRONOUN) if label not in found]
+    if missing:
+        raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has no span labelled {", ".join(missing)}')
+    return found
+
+
+def cluster_keys(doc: Doc, prefix: str = "coref_clusters") -> List[str]:
+    """The span-group keys f"{prefix}_{i}" of a Doc, ordered by i.
+
+    doc (Doc): the Doc.
+    prefix (str): the cluster prefix.
+    RETURNS (List[str]): the keys.
+    """
+    pattern = re.compile(re.escape(prefix) + r"_([0-9]+)")
+    numbered = []
+    for key in doc.spans:
+        match = pattern.fullmatch(key)
+        if match:
+            numbered.append((int(match.group(1)), key))
+    return [key for _, key in sorted(numbered)]
+
+
+def _overlaps(x: Span, y: Span) -> bool:
+    return x.start < y.end and y.start < x.end
+
+
+def gap_predictions_from_doc(doc: Doc, prefix: str = "coref_clusters") -> Tuple[bool, bool]:
+    """Whether A and B are linked to the pronoun by the clusters of a Doc.
+
+    The pronoun's cluster is any cluster doc.spans[f"{prefix}_{i}"] with a
+    mention that overlaps (shares a token with) the pronoun span; a candidate
+    is linked when it overlaps a mention of such a cluster. No such cluster
+    gives (False, False).
+
+    doc (Doc): a GAP Doc (doc.spans["gap"]) with predicted clusters.
+    prefix (str): the cluster prefix.
+    RETURNS (Tuple[bool, bool]): (A linked, B linked).
+    """
+    spans = gap_spans(doc)
+    pronoun, cand_a, cand_b = spans[LABEL_PRONOUN], spans[LABEL_A], spans[LABEL_B]
+    a_linked = b_linked = False
+    for key in cluster_keys(doc, prefix):
+        mentions = list(doc.spans[key])
+        if any(_overlaps(m, pronoun) for m in mentions):
+            a_linked = a_linked or any(_overlaps(m, cand_a) for m in mentions)
+            b_linked = b_linked or any(_overlaps(m, cand_b) for m in mentions)
+    return a_linked, b_linked
+
+
+def gap_id_from_doc(doc: Doc) -> str:
+    """RETURNS (str): doc.user_data["gap"]["id"] (ValueError when absent)."""
+    data = doc.user_data.get(GAP_USER_DATA_KEY)
+    if not isinstance(data, dict) or not data.get("id"):
+        raise ValueError(f'no doc.user_data["{GAP_USER_DATA_KEY}"]["id"] (not a GAP Doc; convert GAP with `convert gap`)')
+    return str(data["id"])
+
+
+def gap_gold_from_doc(doc: Doc) -> Tuple[str, Optional[str], bool, bool]:
+    """The gold labels of a GAP Doc, for in-memory scoring (gap_metrics.gap_scores).
+
+    doc (Doc): a Doc made by read_gap.
+    RETURNS (Tuple[str, Optional[str], bool, bool]): (id, gender, A-coref,
+        B-coref); gender "masculine"/"feminine" from the pronoun as the
+        official scorer decides it, None for a pronoun outside its list.
+    """
+    from ..scoring.gap_metrics import pronoun_gender
+
+    ex_id = gap_id_from_doc(doc)
+    data = doc.user_data[GAP_USER_DATA_KEY]
+    pronoun = gap_spans(doc)[LABEL_PRONOUN]
+    return ex_id, pronoun_gender(pronoun.text), bool(data["A-coref"]), bool(data["B-coref"])
+
+
+def gap_system_rows(docs: Iterable[Doc], *, prefix: str = "coref_clusters", source: Union[str, Path] = "<docs>") -> List[Tuple[str, bool, bool]]:
+    """(ID, A linked, B linked) for every Doc, in order.
+
+    docs (Iterable[Doc]): GAP Docs with predicted clusters.
+    prefix (str): the cluster prefix.
+    source (Union[str, Path]): named in errors (the DocBin the Docs came from).
+    RETURNS (List[Tuple[str, bool, bool]]): the rows.
+    """
+    rows: List[Tuple[str, bool, bool]] = []
+    seen: Dict[str, int] = {}
+    for i, doc in enumerate(docs):
+        try:
+            ex_id = gap_id_from_doc(doc)
+            a_linked, b_linked = gap_predictions_from_doc(doc, prefix)
+        except ValueError as err:
+            raise DataFormatError(source, None, f"doc {i} (0-based): {err}") from None
+        if ex_id in seen:
+            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {ex_id!r} (first in doc {seen[ex_id]})")
+        if any(c in ex_id for c in "\t\r\n"):
+            raise DataFormatError(source, None, f"doc {i} (0-based): GAP ID {ex_id!r} contains a tab or line break")
+        seen[ex_id] = i
+        rows.append((ex_id, a_linked, b_linked))
+    return rows
+
+
+def _write_system_rows(rows: List[Tuple[str, bool, bool]], path: Union[str, Path]) -> None:
+    with atomic_output(path) as tmp:
+        with tmp.open("w", encoding="utf-8", newline="") as file_:
+            for ex_id, a_linked, b_linked in rows:
+                file_.write(f"{ex_id}\t{format_gap_label(a_linked)}\t{format_gap_label(b_linked)}\n")
+
+
+def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
+    """Write a GAP system file (ID<TAB>A-coref<TAB>B-coref, TRUE/FALSE, no
+    header) from the clusters of GAP Docs (see gap_predictions_from_doc).
+
+    docs (Iterable[Doc]): GAP Docs with predicted clusters.
+    path (Union[str, Path]): the system TSV to write (nothing on error).
+    prefix (str): the cluster prefix.
+    RETURNS (int): rows written.
+    """
+    rows = gap_system_rows(docs, prefix=prefix)
+    _write_system_rows(rows, path)
+    return len(rows)
+
+
+def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
+    """Write the GAP system file of a DocBin of GAP Docs.
+
+    input_path (Union[str, Path]): the DocBin (.spacy).
+    output_path (Union[str, Path]): the system TSV to write (nothing on error).
+    prefix (str): the cluster prefix.
+    RETURNS (int): rows written.
+    """
+    input_path = Path(input_path)
+    try:
+        docbin = DocBin(store_user_data=True).from_disk(input_path)
+    except OSError:
+        raise
+    except Exception as err:  # zlib / msgpack / srsly errors of a file that is not a DocBin
+        raise DataFormatError(input_path, None, f"not a DocBin (.spacy) file: {err}") from None
+    if len(docbin) == 0:
+        raise DataFormatError(input_path, None, "the DocBin holds no Docs")
+    docs = docbin.get_docs(Vocab())
+    rows = gap_system_rows(docs, prefix=prefix, source=input_path)
+    _write_system_rows(rows, output_path)
+    return len(rows)
