@@ -1,0 +1,623 @@
+"""PeTra: a bounded-memory people tracker (Toshniwal, Ettinger, Gimpel &
+Livescu 2020, "PeTra: A Sparsely Supervised Memory Model for People
+Tracking", ACL). Pure PyTorch: this module never imports spaCy or Thinc.
+
+A document is a float tensor of token features [T, d_in] from a frozen
+encoder. A left-to-right GRU gives h_t; a controller reads h_t and acts on N
+memory cells (m^i, u^i): at each token it takes the soft actions IGNORE,
+OVERWRITE (a new entity, written to the least used cell) or COREF (cell i).
+The per-token probabilities are the *memory log*:
+
+    entity     [T]     e_t
+    overwrite  [T, N]  o_t^i
+    coref      [T, N]  c_t^i
+    usage      [T, N]  u_t^i, after the update at t
+
+Time is O(T·N) and, while streaming, the controller state is O(N·d). The
+functions below turn a log into GAP link probabilities (paper Eq. 9), span
+links, clusters and a people count; none of them builds a T×T tensor.
+
+Decisions where the paper leaves room (each cited where it is made):
+
+- Memory init (§2.4 variants): vanilla m_0 = 0, u_0 = 0, no parameters.
+  ``learned_init``: m_0 is learned, u_0 stays 0 (usage counts *writes*, so a
+  learned cell is still "unused": COREF is masked on it and it is the
+  preferred OVERWRITE target). ``fixed_key_size=k``: the first k dims of each
+  cell are learned keys that updates never change; the rest starts at 0.
+  In both variants the cells are no longer interchangeable, so among the
+  unused cells OVERWRITE picks the one most similar to h_t (as the authors'
+  released code does); otherwise (and always in vanilla PeTra) it picks the
+  least used cell, ties to the lowest index.
+- OVERWRITE in training (§2.2): a Gumbel-softmax sample whose class weights
+  are (1 - u^i), i.e. softmax((log(1 - u) + g) / tau); its mode is the
+  inference choice argmin u. tau is set from outside (``set_temperature``).
+- MLP1 and MLP2 are Linear-ReLU-Linear; MLP3 (the COREF write candidate) is
+  tanh(Linear([h_t; m^i])), so memory stays in the range of the GRU state.
+- Link probability (§2.5, Eq. 9): for i < j
+      P_CL(i, j) = sum_k (o_i^k + c_i^k) · c_j^k · prod_{t=i+1..j} (1 - o_t^k)
+  The no-overwrite product runs over (i, j] (as the authors' code computes
+  it: a prefix-sum difference S_j - S_i). P_CL is symmetric: (j, i) is
+  scored as (i, j). A token is never linked to itself: i == j is an error.
+- Loss (§2.5, §3.3): labels on token pairs. Inside a span, every token is
+  linked to the span's first token (label 1, weight 1); a given span pair
+  labels every cross token pair (weight 5 if positive, 50 if negative); a
+  given label overrides an implied one for the same token pair. BCE on real
+  probabilities clamped to [eps, 1 - eps] (straight-through clamp, so a
+  confidently wrong link still gets a gradient), summed with weights and
+  divided by the total weight of the batch. Entity loss: mean e_t over the
+  batch's tokens outside labelled spans, times ``entity_loss_weight``. Tokens
+  inside labelled spans get no extra entity term: the coref term already
+  pushes their e_t up (P_CL(i, j) <= e_i · e_j).
+- Clusters (decode_clusters): an entity is (cell, overwrite episode); a token
+  with e_t >= threshold joins the entity of its argmax action; a mention is a
+  maximal run of such tokens with the same entity; entities with fewer than
+  ``min_mentions`` (default 2) mentions are dropped, like spaCy's coref
+  clusters (singletons are not clusters).
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
+
+# Floor for probabilities inside a log.
+LOG_EPS = 1e-8
+# Clamp for probabilities inside the BCE (float32 cannot hold 1 - 1e-8).
+PROB_EPS = 1e-6
+# Log-weight that makes an unused cell win OVERWRITE over any used cell in
+# training, for the learned-init / fixed-key variants (about 1e5 : 1).
+_UNUSED_BONUS = 11.5
+
+POSITIVE_WEIGHT = 5.0
+NEGATIVE_WEIGHT = 50.0
+SAME_SPAN_WEIGHT = 1.0
+
+LOG_KEYS = ("entity", "overwrite", "coref", "usage")
+
+MemoryLog = Dict[str, Tensor]
+LogLike = Mapping[str, Union[Tensor, numpy.ndarray]]
+
+
+@dataclass
+class SparseGold:
+    """GAP-style sparse labels for one document.
+
+    spans (List[Tuple[int, int]]): labelled mentions as inclusive token
+        ranges (start, end).
+    pairs (List[Tuple[int, int, float]]): (span index, span index, label),
+        label 1.0 for coreferent spans and 0.0 for spans known to differ.
+    """
+
+    spans: List[Tuple[int, int]] = field(default_factory=list)
+    pairs: List[Tuple[int, int, float]] = field(default_factory=list)
+
+
+def _mlp(n_in: int, n_hidden: int, n_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(n_in, n_hidden), nn.ReLU(), nn.Linear(n_hidden, n_out))
+
+
+def _first_argmax(scores: Tensor) -> Tensor:
+    """Index of the maximum on the last dim, ties to the LOWEST index, on any
+    device (no reliance on argmax tie behaviour).
+
+    scores (Tensor): [..., N].
+    RETURNS (Tensor): [...] long.
+    """
+    n = scores.shape[-1]
+    is_max = scores == scores.max(dim=-1, keepdim=True).values
+    rank = torch.arange(n, 0, -1, device=scores.device, dtype=scores.dtype)
+    return (is_max.to(scores.dtype) * rank).argmax(dim=-1)
+
+
+class PeTra(nn.Module):
+    """GRU + memory controller. ``forward`` takes a list of documents.
+
+    input_size (int): d_in, the width of the token features.
+    hidden_size (int): GRU state size = memory cell size d.
+    num_cells (int): N, the number of memory cells.
+    mlp_size (int): hidden width of MLP1 (entity) and MLP2 (similarity).
+    usage_decay (float): gamma in (0, 1], usage decay per token.
+    entity_loss_weight (float): lambda, weight of the entity mention loss.
+    dropout (float): dropout on h_t in training.
+    learned_init (bool): learn the initial memory m_0 (u_0 stays 0).
+    fixed_key_size (int): k > 0 makes the first k dims of each cell a learned
+        key that is never overwritten; 0 turns it off. With learned_init too,
+        the key replaces the first k dims of the learned m_0.
+    temperature (float): initial Gumbel-softmax temperature tau.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        *,
+        hidden_size: int = 300,
+        num_cells: int = 10,
+        mlp_size: int = 300,
+        usage_decay: float = 0.98,
+        entity_loss_weight: float = 0.1,
+        dropout: float = 0.5,
+        learned_init: bool = False,
+        fixed_key_size: int = 0,
+        temperature: float = 1.0,
+    ) -> None:
+        super().__init__()
+        _check_int("input_size", input_size, 1)
+        _check_int("hidden_size", hidden_size, 1)
+        _check_int("num_cells", num_cells, 1)
+        _check_int("mlp_size", mlp_size, 1)
+        _check_int("fixed_key_size", fixed_key_size, 0)
+        if fixed_key_size >= hidden_size:
+            raise ValueError(
+                f"fixed_key_size must be smaller than hidden_size ({hidden_size}) so each "
+                f"cell keeps value dims, got {fixed_key_size}"
+            )
+        if not (0.0 < float(usage_decay) <= 1.0):
+            raise ValueError(f"usage_decay (gamma) must be in (0, 1], got {usage_decay}")
+        if not (0.0 <= float(dropout) < 1.0):
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if not float(entity_loss_weight) >= 0.0:
+            raise ValueError(f"entity_loss_weight must be >= 0, got {entity_loss_weight}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_cells = num_cells
+        self.mlp_size = mlp_size
+        self.usage_decay = float(usage_decay)
+        self.entity_loss_weight = float(entity_loss_weight)
+        self.learned_init = bool(learned_init)
+        self.fixed_key_size = fixed_key_size
+        self.temperature = 1.0
+        self.set_temperature(temperature)
+
+        self.gru = nn.GRU(input_size, hidden_size, num_layers=1, batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        # MLP1: entity score from h_t.
+        self.entity_mlp = _mlp(hidden_size, mlp_size, 1)
+        # MLP2: similarity from [h_t; m^i; h_t * m^i; u^i] (this order).
+        self.sim_mlp = _mlp(3 * hidden_size + 1, mlp_size, 1)
+        # MLP3: COREF write candidate tanh(W [h_t; m^i] + b).
+        self.update = nn.Linear(2 * hidden_size, hidden_size)
+        self.init_memory: Optional[nn.Parameter] = None
+        self.init_key: Optional[nn.Parameter] = None
+        if self.learned_init:
+            self.init_memory = nn.Parameter(0.1 * torch.randn(num_cells, hidden_size))
+        if fixed_key_size > 0:
+            self.init_key = nn.Parameter(0.1 * torch.randn(num_cells, fixed_key_size))
+
+    # -- configuration -----------------------------------------------------
+
+    def set_temperature(self, tau: float) -> None:
+        """Set the Gumbel-softmax temperature used for OVERWRITE in training
+        (the schedule, e.g. halving every few epochs, lives outside).
+
+        tau (float): > 0.
+        """
+        if not float(tau) > 0.0:
+            raise ValueError(f"Gumbel-softmax temperature must be > 0, got {tau}")
+        self.temperature = float(tau)
+
+    @property
+    def _prefers_similar_unused(self) -> bool:
+        return self.learned_init or self.fixed_key_size > 0
+
+    # -- model ---------------------------------------------------------------
+
+    def forward(
+        self,
+        features: Sequence[Tensor],
+        gold: Optional[Sequence[Optional[SparseGold]]] = None,
+    ) -> Tuple[Optional[Tensor], List[MemoryLog]]:
+        """Read a batch of documents.
+
+        features (Sequence[Tensor]): one [T_b, d_in] float tensor a document,
+            all on one device; T_b may be 0.
+        gold (Optional[Sequence[Optional[SparseGold]]]): labels a document
+            (None for an unlabelled one), or None for no loss.
+        RETURNS (Tuple[Optional[Tensor], List[Dict[str, Tensor]]]): the loss
+            (None without gold) and a memory log a document, in input order.
+            The logs are views of the padded batch and keep the autograd
+            graph when it is on; detach them before storing.
+        """
+        if gold is not None and len(gold) != len(features):
+            raise ValueError(
+                f"gold has {len(gold)} entries but there are {len(features)} documents"
+            )
+        h, lengths = self.encode(features)
+        padded, _ = self.run_controller(h, lengths)
+        logs = [
+            {key: padded[key][b, : int(n)] for key in LOG_KEYS}
+            for b, n in enumerate(lengths.tolist())
+        ]
+        loss = None
+        if gold is not None:
+            loss = self.get_loss(logs, gold)
+        return loss, logs
+
+    def encode(self, features: Sequence[Tensor]) -> Tuple[Tensor, Tensor]:
+        """Run the GRU over the documents, packed.
+
+        features (Sequence[Tensor]): [T_b, d_in] a document.
+        RETURNS (Tuple[Tensor, Tensor]): h [B, T_max, H] (zeros past a
+            document's end, dropout applied in training) and lengths [B]
+            (long, on the features' device).
+        """
+        if len(features) == 0:
+            raise ValueError("PeTra needs at least one document")
+        device = features[0].device
+        dtype = self.gru.weight_ih_l0.dtype
+        for b, x in enumerate(features):
+            if x.dim() != 2 or x.shape[1] != self.input_size:
+                raise ValueError(
+                    f"document {b}: features must have shape [T, {self.input_size}], "
+                    f"got {tuple(x.shape)}"
+                )
+            if x.device != device:
+                raise ValueError(f"document {b} is on {x.device}, document 0 on {device}")
+        lens = [int(x.shape[0]) for x in features]
+        lengths = torch.tensor(lens, dtype=torch.long, device=device)
+        t_max = max(lens)
+        h = torch.zeros(len(features), t_max, self.hidden_size, device=device, dtype=dtype)
+        nonempty = [b for b, n in enumerate(lens) if n > 0]
+        if nonempty:
+            packed = pack_sequence([features[b].to(dtype) for b in nonempty], enforce_sorted=False)
+            out, _ = self.gru(packed)
+            out, _ = pad_packed_sequence(out, batch_first=True, total_length=t_max)
+            if len(nonempty) == len(features):
+                h = out
+            else:
+                index = torch.tensor(nonempty, dtype=torch.long, device=device)
+                h = h.index_copy(0, index, out)
+        return self.dropout(h), lengths
+
+    def initial_memory(self, batch_size: int, device: torch.device, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+        """The memory before the first token.
+
+        RETURNS (Tuple[Tensor, Tensor]): m_0 [B, N, H] and u_0 [B, N] (zeros).
+        """
+        n, d, k = self.num_cells, self.hidden_size, self.fixed_key_size
+        if self.init_memory is not None:
+            mem = self.init_memory.to(dtype).unsqueeze(0).expand(batch_size, n, d)
+        else:
+            mem = torch.zeros(batch_size, n, d, device=device, dtype=dtype)
+        if self.init_key is not None:
+            key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
+            mem = torch.cat([key, mem[..., k:]], dim=-1)
+        usage = torch.zeros(batch_size, n, device=device, dtype=dtype)
+        return mem, usage
+
+    def run_controller(
+        self,
+        h: Tensor,
+        lengths: Tensor,
+        *,
+        state: Optional[Tuple[Tensor, Tensor]] = None,
+    ) -> Tuple[Dict[str, Tensor], Tuple[Tensor, Tensor]]:
+        """Step the controller over a padded batch; a document stops updating
+        its memory after its last token.
+
+        h (Tensor): [B, T_max, H] GRU states.
+        lengths (Tensor): [B] document lengths.
+        state (Optional[Tuple[Tensor, Tensor]]): memory (m [B, N, H],
+            u [B, N]) to start from, e.g. to continue a document read in
+            chunks; None starts from the initial memory.
+        RETURNS (Tuple[Dict[str, Tensor], Tuple[Tensor, Tensor]]): padded
+            logs (entity [B, T_max], overwrite/coref/usage [B, T_max, N]) and
+            the final memory (m, u), each document's as of its last token.
+        """
+        batch_size, t_max, d = h.shape
+        n, k = self.num_cells, self.fixed_key_size
+        device, dtype = h.device, h.dtype
+        lengths = lengths.to(device)
+        # MLP1 does not depend on memory: all tokens at once.
+        entity = torch.sigmoid(self.entity_mlp(h).squeeze(-1))  # [B, T]
+        # First layer of MLP2 on [h; m; h*m; u], split by block so that the
+        # h block is computed once a token, not once a cell.
+        w1, b1 = self.sim_mlp[0].weight, self.sim_mlp[0].bias
+        w_h, w_m, w_hm, w_u = w1[:, :d], w1[:, d : 2 * d], w1[:, 2 * d : 3 * d], w1[:, 3 * d]
+        sim_from_h = nn.functional.linear(h, w_h, b1)  # [B, T, mlp]
+        upd_w, upd_b = self.update.weight, self.update.bias
+        upd_from_h = nn.functional.linear(h, upd_w[:, :d], upd_b)  # [B, T, H]
+        upd_w_m = upd_w[:, d:]
+        zero_col = torch.zeros(batch_size, 1, device=device, dtype=dtype)
+        key = None
+        if self.init_key is not None:
+            key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
+
+        if state is None:
+            mem, usage = self.initial_memory(batch_size, device, dtype)
+        else:
+            mem, usage = state
+        ent_log, over_log, coref_log, usage_log = [], [], [], []
+        for t in range(t_max):
+            h_t = h[:, t]  # [B, H]
+            e_t = entity[:, t]  # [B]
+            hid = (
+                sim_from_h[:, t].unsqueeze(1)
+                + nn.functional.linear(mem, w_m)
+                + nn.functional.linear(h_t.unsqueeze(1) * mem, w_hm)
+                + usage.unsqueeze(-1) * w_u
+            )
+            sim = self.sim_mlp[2](self.sim_mlp[1](hid)).squeeze(-1)  # [B, N]
+            unused = usage == 0
+            # COREF is impossible for a cell that was never written.
+            scores = torch.cat([sim.masked_fill(unused, float("-inf")), zero_col], dim=-1)
+            probs = e_t.unsqueeze(-1) * torch.softmax(scores, dim=-1)
+            coref = probs[:, :n]
+            new_ent = probs[:, n]
+            overwrite = new_ent.unsqueeze(-1) * self._overwrite_choice(usage, sim, unused)
+            candidate = torch.tanh(upd_from_h[:, t].unsqueeze(1) + nn.functional.linear(mem, upd_w_m))
+            new_mem = (
+                (1.0 - overwrite - coref).unsqueeze(-1) * mem
+                + overwrite.unsqueeze(-1) * h_t.unsqueeze(1)
+                + coref.unsqueeze(-1) * candidate
+            )
+            if key is not None:
+                new_mem = torch.cat([key, new_mem[..., k:]], dim=-1)
+            new_usage = torch.clamp(overwrite + coref + self.usage_decay * usage, max=1.0)
+            active = (lengths > t).unsqueeze(-1)  # [B, 1]
+            mem = torch.where(active.unsqueeze(-1), new_mem, mem)
+            usage = torch.where(active, new_usage, usage)
+            ent_log.append(e_t)
+            over_log.append(overwrite)
+            coref_log.append(coref)
+            usage_log.append(usage)
+        if t_max == 0:
+            empty = torch.zeros(batch_size, 0, n, device=device, dtype=dtype)
+            logs = {"entity": entity, "overwrite": empty, "coref": empty, "usage": empty}
+        else:
+            logs = {
+                "entity": torch.stack(ent_log, dim=1),
+                "overwrite": torch.stack(over_log, dim=1),
+                "coref": torch.stack(coref_log, dim=1),
+                "usage": torch.stack(usage_log, dim=1),
+            }
+        return logs, (mem, usage)
+
+    def _overwrite_choice(self, usage: Tensor, sim: Tensor, unused: Tensor) -> Tensor:
+        """Which cell a new entity goes to, as a distribution over cells.
+
+        Inference: one-hot on the least used cell, ties to the lowest index
+        (variants with learned init: the most similar unused cell first).
+        Training: Gumbel-softmax with class weights (1 - u) at self.temperature.
+        """
+        if self.training:
+            logits = torch.log(torch.clamp(1.0 - usage, min=LOG_EPS))
+            if self._prefers_similar_unused:
+                masked = sim.masked_fill(~unused, float("-inf"))
+                any_unused = unused.any(dim=-1, keepdim=True)
+                pref = torch.log_softmax(masked.masked_fill(~any_unused, 0.0), dim=-1)
+                logits = torch.where(unused, logits + _UNUSED_BONUS + pref, logits)
+            gumbel = -torch.log(torch.empty_like(usage).exponential_().clamp_min(LOG_EPS))
+            return torch.softmax((logits + gumbel) / self.temperature, dim=-1)
+        scores = -usage
+        if self._prefers_similar_unused:
+            any_unused = unused.any(dim=-1, keepdim=True)
+            by_sim = sim.detach().masked_fill(~unused, float("-inf"))
+            scores = torch.where(any_unused, by_sim, scores)
+        index = _first_argmax(scores)
+        return nn.functional.one_hot(index, self.num_cells).to(usage.dtype)
+
+    # -- loss ------------------------------------------------------------------
+
+    def get_loss(self, logs: Sequence[MemoryLog], gold: Sequence[Optional[SparseGold]]) -> Tensor:
+        """Sparse-supervision loss (paper §2.5, §3.3) over a batch.
+
+        logs (Sequence[Dict[str, Tensor]]): memory logs, one a document.
+        gold (Sequence[Optional[SparseGold]]): labels, None for a document
+            without labels (it adds nothing to the loss).
+        RETURNS (Tensor): coref BCE (weighted mean) + lambda * entity loss.
+        """
+        coref_terms: List[Tensor] = []
+        weight_terms: List[Tensor] = []
+        ent_sum: List[Tensor] = []
+        ent_count = 0
+        # A zero that is part of the graph, so backward() works on a batch
+        # with nothing to learn from.
+        loss = torch.stack([log["entity"].sum() for log in logs]).sum() * 0.0
+        for b, (log, g) in enumerate(zip(logs, gold)):
+            if g is None:
+                continue
+            n_tokens = int(log["entity"].shape[0])
+            pairs, labels, weights = gold_token_pairs(g, n_tokens, doc_index=b)
+            device, dtype = log["entity"].device, log["entity"].dtype
+            if pairs:
+                pair_t = torch.tensor(pairs, dtype=torch.long, device=device)
+                y = torch.tensor(labels, dtype=dtype, device=device)
+                w = torch.tensor(weights, dtype=dtype, device=device)
+                p = link_probabilities(log, pair_t)
+                p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
+                bce = -(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))
+                coref_terms.append((w * bce).sum())
+                weight_terms.append(w.sum())
+            outside = torch.ones(n_tokens, dtype=torch.bool, device=device)
+            for start, end in g.spans:
+                outside[start : end + 1] = False
+            ent_sum.append(log["entity"][outside].sum())
+            ent_count += int(outside.sum().item())
+        if coref_terms:
+            loss = loss + torch.stack(coref_terms).sum() / torch.stack(weight_terms).sum()
+        if ent_count > 0:
+            loss = loss + self.entity_loss_weight * torch.stack(ent_sum).sum() / ent_count
+        return loss
+
+
+def _check_int(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def gold_token_pairs(
+    gold: SparseGold, n_tokens: int, *, doc_index: int = 0
+) -> Tuple[List[Tuple[int, int]], List[float], List[float]]:
+    """Token-pair labels for the loss (paper §3.3), validated.
+
+    gold (SparseGold): the document's labels.
+    n_tokens (int): document length T.
+    RETURNS (Tuple[List[Tuple[int, int]], List[float], List[float]]): token
+        pairs (i < j), labels and weights. Inside a span every token links to
+        the first (1.0, weight 1); a given span pair labels every cross token
+        pair (weight 5 positive, 50 negative), overriding implied labels (and a
+        later given pair overrides an earlier one on a shared token pair);
+        pairs of a token with itself (overlapping spans) are left out.
+    """
+    where = f"document {doc_index}"
+    for s, (start, end) in enumerate(gold.spans):
+        if not (0 <= start <= end < n_tokens):
+            raise ValueError(
+                f"{where}: span {s} = ({start}, {end}) is not an inclusive token range "
+                f"inside a document of {n_tokens} tokens"
+            )
+    table: Dict[Tuple[int, int], Tuple[float, float]] = {}
+    for start, end in gold.spans:
+        for t in range(start + 1, end + 1):
+            table[(start, t)] = (1.0, SAME_SPAN_WEIGHT)
+    for a, b, label in gold.pairs:
+        if not (0 <= a < len(gold.spans) and 0 <= b < len(gold.spans)):
+            raise ValueError(
+                f"{where}: pair ({a}, {b}) names a span index outside 0..{len(gold.spans) - 1}"
+            )
+        label = float(label)
+        if not (0.0 <= label <= 1.0):
+            raise ValueError(f"{where}: pair ({a}, {b}) has label {label}, not in [0, 1]")
+        weight = POSITIVE_WEIGHT if label >= 0.5 else NEGATIVE_WEIGHT
+        a0, a1 = gold.spans[a]
+        b0, b1 = gold.spans[b]
+        for i in range(a0, a1 + 1):
+            for j in range(b0, b1 + 1):
+                if i != j:
+                    table[(min(i, j), max(i, j))] = (label, weight)
+    pairs = sorted(table)
+    return pairs, [table[p][0] for p in pairs], [table[p][1] for p in pairs]
+
+
+# -- functions over a memory log ------------------------------------------------
+
+
+def link_probabilities(log: LogLike, pairs: Union[Tensor, Sequence[Sequence[int]]]) -> Tensor:
+    """Coreference link probability P_CL (paper Eq. 9) for token pairs:
+
+        P_CL(i, j) = sum_k (o_i^k + c_i^k) * c_j^k * prod_{t=i+1..j} (1 - o_t^k)
+
+    for i < j, in log space with prefix sums; (j, i) is scored as (i, j).
+    O(T·N + P·N), never a T×T tensor.
+
+    log (Mapping): a memory log (tensors or arrays) with overwrite and coref [T, N].
+    pairs (Tensor): [P, 2] token indices, i != j.
+    RETURNS (Tensor): [P] probabilities (differentiable w.r.t. the log).
+    """
+    over = torch.as_tensor(log["overwrite"])
+    coref = torch.as_tensor(log["coref"], device=over.device)
+    pairs = torch.as_tensor(pairs, dtype=torch.long, device=over.device)
+    if pairs.numel() == 0:
+        return over.new_zeros(0)
+    if pairs.dim() != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape [P, 2], got {tuple(pairs.shape)}")
+    n_tokens = over.shape[0]
+    if bool(((pairs < 0) | (pairs >= n_tokens)).any()):
+        raise ValueError(f"pairs hold a token index outside 0..{n_tokens - 1}")
+    first = pairs.min(dim=1).values
+    second = pairs.max(dim=1).values
+    if bool((first == second).any()):
+        raise ValueError("a pair links a token to itself (i == j); P_CL needs i != j")
+    # S[t] = sum_{s <= t} log(1 - o_s); S[j] - S[i] = sum over (i, j]. Float64
+    # keeps the difference exact on long documents.
+    no_over = torch.log(torch.clamp(1.0 - over.double(), min=LOG_EPS))
+    prefix = torch.cumsum(no_over, dim=0)
+    kept = prefix[second] - prefix[first]  # [P, N]
+    first_in = torch.log(torch.clamp((over + coref)[first].double(), min=LOG_EPS))
+    second_co = torch.log(torch.clamp(coref[second].double(), min=LOG_EPS))
+    return torch.exp(torch.logsumexp(first_in + second_co + kept, dim=-1)).to(over.dtype)
+
+
+def span_link_probability(log: LogLike, span_a: Tuple[int, int], span_b: Tuple[int, int]) -> Tensor:
+    """GAP decision score of two spans (paper §3.3): the max of P_CL over
+    their token pairs.
+
+    span_a (Tuple[int, int]): inclusive token range.
+    span_b (Tuple[int, int]): inclusive token range.
+    RETURNS (Tensor): a 0-dim probability (1.0 for the same single token).
+    """
+    pairs = [
+        (i, j)
+        for i in range(span_a[0], span_a[1] + 1)
+        for j in range(span_b[0], span_b[1] + 1)
+        if i != j
+    ]
+    over = torch.as_tensor(log["overwrite"])
+    if not pairs:
+        if span_a[1] < span_a[0] or span_b[1] < span_b[0]:
+            raise ValueError(f"empty span in {span_a}, {span_b}")
+        return over.new_ones(())
+    return link_probabilities(log, torch.tensor(pairs, device=over.device)).max()
+
+
+def _numpy_log(log: LogLike) -> Dict[str, numpy.ndarray]:
+    out = {}
+    for key in ("entity", "overwrite", "coref"):
+        value = log[key]
+        if isinstance(value, Tensor):
+            value = value.detach().float().cpu().numpy()
+        out[key] = numpy.asarray(value, dtype=numpy.float64)
+    return out
+
+
+def decode_clusters(
+    log: LogLike, *, threshold: float = 0.5, min_mentions: int = 2
+) -> List[List[Tuple[int, int]]]:
+    """Clusters from a memory log.
+
+    An entity is (cell, overwrite episode): a new episode of a cell begins
+    whenever a token's argmax action is OVERWRITE at that cell. A token with
+    e_t >= threshold joins the entity of its argmax action over
+    [o_t^1..o_t^N, c_t^1..c_t^N] (ties: overwrite before coref, lower cell
+    first); a COREF to a cell with no episode yet opens one. A mention is a
+    maximal run of consecutive such tokens with the same entity.
+
+    log (Mapping): memory log (tensors or arrays).
+    threshold (float): entity probability a token needs to be in a mention.
+    min_mentions (int): entities with fewer mentions are dropped (2 keeps
+        singletons out, as spaCy coref clusters do).
+    RETURNS (List[List[Tuple[int, int]]]): clusters of inclusive token ranges,
+        mentions in text order, clusters by first mention.
+    """
+    arrays = _numpy_log(log)
+    entity, over, coref = arrays["entity"], arrays["overwrite"], arrays["coref"]
+    n_cells = over.shape[1] if over.ndim == 2 else 0
+    episode = [-1] * n_cells
+    mentions: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
+    current: Optional[Tuple[int, int]] = None
+    start = 0
+    for t in range(entity.shape[0]):
+        ent_id: Optional[Tuple[int, int]] = None
+        if n_cells and entity[t] >= threshold:
+            action = int(numpy.argmax(numpy.concatenate([over[t], coref[t]])))
+            cell = action % n_cells
+            if action < n_cells or episode[cell] < 0:
+                episode[cell] += 1
+            ent_id = (cell, episode[cell])
+        new_run = ent_id != current
+        if current is not None and new_run:
+            mentions.setdefault(current, []).append((start, t - 1))
+        if ent_id is not None and new_run:
+            start = t
+        current = ent_id
+    if current is not None:
+        mentions.setdefault(current, []).append((start, entity.shape[0] - 1))
+    clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
+    return sorted(clusters)
+
+
+def count_people(log: LogLike, alpha: float = 0.5) -> int:
+    """People count (paper §3.5): the number of (token, cell) with
+    o_t^i >= alpha, i.e. OVERWRITE decisions.
+
+    alpha (float): overwrite threshold.
+    RETURNS (int): the count.
+    """
+    over = log["overwrite"]
+    if isinstance(over, Tensor):
+        return int((over.detach() >= alpha).sum().item())
+    return int((numpy.asarray(over) >= alpha).sum())
