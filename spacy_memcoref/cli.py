@@ -140,5 +140,49 @@ def score_gap(
     _print_scores(f"gold: {gold_path}  system: {system_path}", scores, rows)
 
 
+@app.command("predict")
+def predict(
+    model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
+    input_path: Path = typer.Argument(..., help="A DocBin of gold Docs (from `convert`)."),
+    output_path: Path = typer.Argument(..., help="The DocBin to write, with predicted clusters."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Docs a batch."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the gold clusters to remove."),
+) -> None:
+    """Run a pipeline over the Docs of a DocBin, keeping their tokens, spans and
+    user data (GAP labels, doc ids) but not their gold clusters, and save the
+    result for `export` and `score`."""
+    import time
+
+    import spacy
+    from spacy.tokens import DocBin
+
+    from .pipeline.gold import cluster_groups
+    from .util import atomic_output
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    try:
+        nlp = spacy.load(model)
+        docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
+    except (OSError, ValueError) as err:
+        raise _fail(err)
+    for doc in docs:
+        for key in cluster_groups(doc, prefix):
+            del doc.spans[key]
+    out = DocBin(store_user_data=True)
+    start = time.time()
+    n_tokens = 0
+    for i, doc in enumerate(nlp.pipe(docs, batch_size=batch_size), start=1):
+        out.add(doc)
+        n_tokens += len(doc)
+        if i % 50 == 0 or i == len(docs):
+            rate = n_tokens / max(time.time() - start, 1e-9)
+            typer.echo(f"  {i}/{len(docs)} docs, {n_tokens} tokens, {rate:.0f} tokens/s", err=True)
+    with atomic_output(output_path) as tmp:
+        out.to_disk(tmp)
+    typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
+
+
 def main() -> None:
     app()
