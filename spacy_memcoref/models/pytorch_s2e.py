@@ -35,10 +35,28 @@ class S2EDocument:
     speaker_ids: Optional[Tensor] = None
 
 
+INIT_STD = 0.02  # BERT-style initialization, as the reference code uses
+
+
+def _init_linear(layer: nn.Linear) -> None:
+    # torch's default (Kaiming-uniform) makes the bilinear products large
+    # enough to saturate the first softmaxes; small weights train far better.
+    nn.init.normal_(layer.weight, std=INIT_STD)
+    nn.init.zeros_(layer.bias)
+
+
+class _LazyLinear(nn.LazyLinear):
+    """LazyLinear (the encoder's width is known only once it has run; the
+    state dict restores the shape when a pipeline is loaded) with the same
+    small initialization as the other layers."""
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            _init_linear(self)
+
+
 def _mlp(hidden_size: int, dropout: float) -> nn.Module:
-    # LazyLinear: the encoder's width is known only once it has run, and the
-    # state dict restores the shape when a pipeline is loaded from disk.
-    return nn.Sequential(nn.LazyLinear(hidden_size), nn.GELU(), nn.Dropout(dropout))
+    return nn.Sequential(_LazyLinear(hidden_size), nn.GELU(), nn.Dropout(dropout))
 
 
 class S2EHead(nn.Module):
@@ -94,6 +112,9 @@ class S2EHead(nn.Module):
         self.antecedent_e2s = nn.Linear(hidden_size, hidden_size)
         # [different speaker, same speaker], added when both are known.
         self.speaker_bias = nn.Parameter(torch.zeros(2))
+        for module in self.modules():
+            if type(module) is nn.Linear:
+                _init_linear(module)
 
     # ----- mention candidates -------------------------------------------------
 

@@ -1,0 +1,342 @@
+"""s2e: the scoring maths by hand, training, serialization, edge cases.
+
+A small CNN tok2vec stands in for the transformer so the suite stays fast;
+the transformer path is exercised by the training smoke test and benchmarks.
+"""
+import math
+import subprocess
+import sys
+
+import numpy
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import Adam, fix_random_seed
+
+from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead, clusters_from_links
+from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
+
+CNN_TOK2VEC = {
+    "@architectures": "spacy.Tok2Vec.v2",
+    "embed": {
+        "@architectures": "spacy.MultiHashEmbed.v2",
+        "width": 64,
+        "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+        "rows": [2000, 500, 500, 500],
+        "include_static_vectors": False,
+    },
+    "encode": {
+        "@architectures": "spacy.MaxoutWindowEncoder.v2",
+        "width": 64,
+        "depth": 2,
+        "window_size": 1,
+        "maxout_pieces": 3,
+    },
+}
+
+
+def s2e_config(**model_overrides):
+    model = {
+        "@architectures": "spacy_memcoref.S2E.v1",
+        "hidden_size": 64,
+        "dropout": 0.0,
+        "max_width": 10,
+        "top_lambda": 0.4,
+        "max_antecedents": None,
+        "use_speakers": True,
+        "head_lr_scale": 1.0,
+        "chunk_size": 512,
+        "mention_loss_weight": 1.0,
+        "tok2vec": CNN_TOK2VEC,
+    }
+    model.update(model_overrides)
+    return {"model": model}
+
+
+TRAIN = [
+    ("Alice met Bob . She said he was late .", [[(0, 0), (4, 4)], [(2, 2), (6, 6)]]),
+    ("The company said its profits rose . It was happy .", [[(0, 1), (3, 3), (7, 7)]]),
+    ("John saw Mary and waved to her . He smiled at her .", [[(0, 0), (8, 8)], [(2, 2), (6, 6), (11, 11)]]),
+]
+
+
+def make_examples(nlp):
+    examples = []
+    for text, clusters in TRAIN:
+        ref = Doc(nlp.vocab, words=text.split())
+        for i, cluster in enumerate(clusters, start=1):
+            ref.spans[f"coref_clusters_{i}"] = [ref[s : e + 1] for s, e in cluster]
+        examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
+    return examples
+
+
+@pytest.fixture(scope="module")
+def trained_nlp():
+    """A pipeline overfit on the three TRAIN documents."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.003)
+    losses = []
+    for _ in range(60):
+        losses.append(nlp.update(examples, sgd=optimizer)["memcoref"])
+    return nlp, examples, losses
+
+
+# ----- the maths, by hand -------------------------------------------------------
+
+
+def _small_head(hidden=2, max_width=2, top_lambda=1.0):
+    torch.manual_seed(0)
+    head = S2EHead(hidden_size=hidden, dropout=0.0, max_width=max_width, top_lambda=top_lambda, use_speakers=False)
+    head(([S2EDocument(torch.zeros(3, 2))]), None)  # materialize the lazy layers
+    with torch.no_grad():
+        for p in head.parameters():
+            p.copy_(torch.randn_like(p) * 0.5)
+    return head.eval()
+
+
+def test_mention_scores_match_hand_computation():
+    head = _small_head()
+    x = torch.tensor([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.25]])
+    starts, ends, scores = head.score_mentions(x, None)
+    gelu = torch.nn.functional.gelu
+
+    def proj(seq, v):
+        lin = seq[0]
+        return gelu(v @ lin.weight.T + lin.bias)
+
+    ms, me = proj(head.mention_start, x), proj(head.mention_end, x)
+    vs, ve, bm = head.mention_start_score, head.mention_end_score, head.mention_bilinear
+    expected = {}
+    for s in range(3):
+        for e in range(s, min(3, s + 2)):
+            # f_m = v_s.m_s + v_e.m_e + m_s^T B_m m_e (B_m's bias acts on m_e)
+            f = (ms[s] @ vs.weight[0] + vs.bias[0]) + (me[e] @ ve.weight[0] + ve.bias[0])
+            f = f + (bm.weight @ ms[s] + bm.bias) @ me[e]
+            expected[(s, e)] = float(f.detach())
+    got = {(int(s), int(e)): float(v) for s, e, v in zip(starts, ends, scores.detach())}
+    assert set(got) == {(0, 0), (1, 1), (2, 2), (0, 1), (1, 2)}  # width <= 2 only
+    for span, value in expected.items():
+        assert got[span] == pytest.approx(value, abs=1e-5)
+
+
+def test_antecedent_score_is_sum_of_four_bilinear_terms():
+    head = _small_head(top_lambda=1.0)
+    x = torch.tensor([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.25]])
+    starts = torch.tensor([0, 1, 2])
+    ends = torch.tensor([0, 2, 2])
+    queries, keys = head._antecedent_inputs(x, starts, ends)
+    mention_scores = torch.tensor([0.1, -0.2, 0.3])
+    scores, lo = head._antecedent_chunk(queries, keys, mention_scores, None, 0, 3)
+    gelu = torch.nn.functional.gelu
+    a_s = gelu(x @ head.antecedent_start[0].weight.T + head.antecedent_start[0].bias)[starts]
+    a_e = gelu(x @ head.antecedent_end[0].weight.T + head.antecedent_end[0].bias)[ends]
+
+    def bil(layer, q, c):
+        return float((layer.weight @ q + layer.bias) @ c)
+
+    q, c = 2, 0
+    f_a = (
+        bil(head.antecedent_s2s, a_s[q], a_s[c])
+        + bil(head.antecedent_e2e, a_e[q], a_e[c])
+        + bil(head.antecedent_s2e, a_s[q], a_e[c])
+        + bil(head.antecedent_e2s, a_e[q], a_s[c])
+    )
+    assert lo == 0
+    assert float(scores[q, c]) == pytest.approx(0.3 + 0.1 + f_a, abs=1e-5)
+    # c must come before q: the diagonal and above are masked
+    assert float(scores[0, 0]) < -1e29 and float(scores[1, 2]) < -1e29
+
+
+def test_candidates_grow_with_width_not_length_squared():
+    head = _small_head(max_width=5)
+    for n in (1, 4, 50):
+        starts, ends, _ = head.score_mentions(torch.randn(n, 2), None)
+        w = min(5, n)
+        assert len(starts) == n * w - w * (w - 1) // 2
+        assert bool(((ends - starts) < 5).all())
+
+
+def test_sentence_ids_keep_mentions_inside_sentences():
+    head = _small_head(max_width=3)
+    sent_ids = torch.tensor([0, 0, 1, 1, 1])
+    starts, ends, _ = head.score_mentions(torch.randn(5, 2), sent_ids)
+    assert all(int(sent_ids[s]) == int(sent_ids[e]) for s, e in zip(starts, ends))
+
+
+def test_antecedent_window_bounds_the_columns():
+    head = _small_head(top_lambda=1.0)
+    head.max_antecedents = 2
+    q = torch.randn(6, 8)
+    scores, lo = head._antecedent_chunk(q, q, torch.zeros(6), None, 4, 6)
+    assert lo == 2 and scores.shape == (2, 4)
+    # query 4 may link to candidates 2 and 3 only; query 5 to 3 and 4
+    valid = scores > -1e29
+    assert valid.tolist() == [[True, True, False, False], [False, True, True, False]]
+
+
+def test_loss_matches_marginal_likelihood_by_hand():
+    head = _small_head(top_lambda=1.0)
+    head.mention_loss_weight = 0.0
+    x = torch.tensor([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.25]])
+    doc = S2EDocument(x)
+    gold = [[(0, 0), (2, 2)]]
+    loss = float(head.document_loss(doc, gold))
+    (starts, ends, m, queries, keys, _), _ = head._candidates(doc)
+    scores, _ = head._antecedent_chunk(queries, keys, m, None, 0, len(starts))
+    expected = 0.0
+    spans = list(zip(starts.tolist(), ends.tolist()))
+    for qi, span in enumerate(spans):
+        row = [float(scores[qi, ci]) for ci in range(qi)] + [0.0]
+        gold_cols = [ci for ci in range(qi) if span == (2, 2) and spans[ci] == (0, 0)]
+        if not gold_cols:
+            gold_cols = [qi]  # null, the last entry
+        lse = math.log(sum(math.exp(v) for v in row))
+        gold_lse = math.log(sum(math.exp(row[c]) for c in gold_cols))
+        expected += lse - gold_lse
+    assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_clusters_from_links():
+    starts, ends = [0, 2, 4, 6], [0, 3, 4, 6]
+    assert clusters_from_links(starts, ends, [-1, -1, 0, 1]) == [[(0, 0), (4, 4)], [(2, 3), (6, 6)]]
+    assert clusters_from_links(starts, ends, [-1, -1, -1, -1]) == []
+
+
+# ----- the component ------------------------------------------------------------
+
+
+def spans_of(doc):
+    return {key: [(s.start, s.end) for s in group] for key, group in doc.spans.items()}
+
+
+def conll_f1(nlp, examples):
+    evaluator = CorefEvaluator()
+    for eg in examples:
+        doc = nlp(Doc(nlp.vocab, words=[t.text for t in eg.reference]))
+        key = [[(s.start, s.end - 1) for s in eg.reference.spans[k]] for k in eg.reference.spans]
+        response = [[(s.start, s.end - 1) for s in doc.spans[k]] for k in doc.spans]
+        evaluator.add_document(key, response)
+    return evaluator.scores()["coref_conll_f"]
+
+
+def test_loss_falls_and_overfits_three_documents(trained_nlp):
+    nlp, examples, losses = trained_nlp
+    assert losses[-1] < 0.1 * losses[0]
+    assert conll_f1(nlp, examples) >= 0.95
+
+
+def test_serialization_round_trip(trained_nlp, tmp_path):
+    nlp, examples, _ = trained_nlp
+    texts = [eg.reference.text for eg in examples]
+    before = [spans_of(nlp(t)) for t in texts]
+    assert any(before)
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    after = [spans_of(loaded(t)) for t in texts]
+    assert after == before
+    from_bytes = spacy.blank("en")
+    from_bytes.add_pipe("memcoref", config=s2e_config())
+    from_bytes.from_bytes(nlp.to_bytes())
+    assert [spans_of(from_bytes(t)) for t in texts] == before
+
+
+def test_batch_equals_single(trained_nlp):
+    nlp, examples, _ = trained_nlp
+    texts = [eg.reference.text for eg in examples] + ["", "Hi", "She laughed and he left ."]
+    single = [spans_of(nlp(t)) for t in texts]
+    batched = [spans_of(d) for d in nlp.pipe(texts, batch_size=4)]
+    assert batched == single
+
+
+def test_edge_cases(trained_nlp):
+    nlp, _, _ = trained_nlp
+    assert len(nlp("").spans) == 0
+    assert len(nlp("Hello").spans) == 0
+    doc = nlp("1 2 3 4 5 6 7 8 9")
+    assert all(len(group) >= 2 for group in doc.spans.values())
+    # re-running replaces the clusters instead of adding to them
+    doc = nlp("Alice met Bob . She said he was late .")
+    n_groups = len(doc.spans)
+    doc = nlp.get_pipe("memcoref")(doc)
+    assert len(doc.spans) == n_groups
+
+
+def test_long_document(trained_nlp):
+    nlp, _, _ = trained_nlp
+    words = ("Alice met Bob . She said he was late . " * 2000).split()
+    assert len(words) == 20000
+    doc = nlp(Doc(nlp.vocab, words=words))
+    spans = [s for group in doc.spans.values() for s in group]
+    assert spans, "a 20k-token document of repeated sentences should get clusters"
+    assert max(s.end for s in spans) > 15000  # the end of the document is not dropped
+
+
+def test_update_with_differently_tokenized_gold_warns_once():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    ref = Doc(nlp.vocab, words=["Alice", "met", "Bob", ".", "She", "smiled", "."])
+    ref.spans["coref_clusters_1"] = [ref[0:1], ref[4:5]]
+    # predicted tokens merge "Alice met": the gold mention "Alice" cannot align
+    pred = Doc(nlp.vocab, words=["Alice met", "Bob", ".", "She", "smiled", "."])
+    eg = Example(pred, ref)
+    nlp.initialize(lambda: [eg])
+    with pytest.warns(UserWarning, match="do not align"):
+        nlp.update([eg], sgd=Adam(0.001))
+    losses = nlp.update([eg], sgd=Adam(0.001))
+    assert math.isfinite(losses["memcoref"])
+
+
+def test_uninitialized_component_says_so():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    with pytest.raises(ValueError, match="not initialized"):
+        nlp("Alice met Bob .")
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"dropout": 1.5}, "dropout"),
+        ({"max_width": 0}, "max_width"),
+        ({"top_lambda": 0.0}, "top_lambda"),
+        ({"max_antecedents": 0}, "max_antecedents"),
+        ({"head_lr_scale": -1.0}, "head_lr_scale"),
+        ({"mention_loss_weight": -1.0}, "mention_loss_weight"),
+    ],
+)
+def test_bad_config_values(override, message):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=message):
+        nlp.add_pipe("memcoref", config=s2e_config(**override))
+
+
+def test_entry_points_import_neither_torch_modules_nor_transformers():
+    code = (
+        "import sys, spacy_memcoref, spacy;"
+        "spacy.registry.architectures.get('spacy_memcoref.S2E.v1');"
+        "spacy.registry.scorers.get('spacy_memcoref.coref_scorer.v1');"
+        "import spacy_memcoref.pipeline.coref_component;"
+        "bad = [m for m in ('transformers', 'spacy_memcoref.models.pytorch_s2e', 'spacy_memcoref.models.torch_head') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_default_factory_config_uses_embedded_encoder():
+    from spacy_memcoref.models.encoder import embedded_encoder_path
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("memcoref")
+    cfg = nlp.config["components"]["memcoref"]["model"]
+    assert cfg["@architectures"] == "spacy_memcoref.S2E.v1"
+    assert cfg["tok2vec"]["@architectures"] == "spacy_memcoref.EmbeddedTransformer.v1"
+    assert (numpy.array([1]) == 1).all() and pipe.prefix == "coref_clusters"
+    assert embedded_encoder_path().endswith("model")
