@@ -57,3 +57,20 @@ def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]
         if aligned:
             clusters.append(aligned)
     return clusters, n_missed
+
+
+def copy_speakers(example: Example, key: str = "speakers") -> None:
+    """Give the predicted Doc the reference's speaker turns when it has none.
+
+    Speakers are an input (known at test time in OntoNotes), not gold, but
+    `spacy train` makes the predicted Doc from the raw text alone.
+    """
+    predicted, reference = example.predicted, example.reference
+    if key in predicted.spans or key not in reference.spans or len(predicted) == 0:
+        return
+    turns = []
+    for span in reference.spans[key]:
+        aligned = predicted.char_span(span.start_char, span.end_char, label=span.label_, alignment_mode="expand")
+        if aligned is not None:
+            turns.append(aligned)
+    predicted.spans[key] = turns
