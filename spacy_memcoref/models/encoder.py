@@ -44,7 +44,9 @@ def build_embedded_transformer(
     never truncated.
 
     name (Optional[str]): Hugging Face name or path; None = the embedded MiniLM.
-    window (int): word pieces a window. stride (int): step between windows.
+    window (int): spaCy tokens a window (keep its word pieces under the
+        model's limit: 128 tokens suit 512-piece models). stride (int): step
+        between windows; overlapping tokens are averaged.
     RETURNS (Model[List[Doc], List[Floats2d]]): one row a token.
     """
     from spacy_transformers.architectures import transformer_tok2vec_v3
