@@ -82,7 +82,7 @@ def trained_nlp():
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.003)
     losses = []
-    for _ in range(60):
+    for _ in range(80):
         losses.append(nlp.update(examples, sgd=optimizer)["memcoref"])
     return nlp, examples, losses
 
@@ -188,7 +188,7 @@ def test_loss_matches_marginal_likelihood_by_hand():
     gold = [[(0, 0), (2, 2)]]
     loss = float(head.document_loss(doc, gold))
     (starts, ends, m, queries, keys, _), _ = head._candidates(doc)
-    scores, _ = head._antecedent_chunk(queries, keys, m, None, 0, len(starts))
+    scores, _ = head._antecedent_chunk(queries, keys, m, None, 0, len(starts), starts, ends)
     expected = 0.0
     spans = list(zip(starts.tolist(), ends.tolist()))
     for qi, span in enumerate(spans):
@@ -340,3 +340,20 @@ def test_default_factory_config_uses_embedded_encoder():
     assert cfg["tok2vec"]["@architectures"] == "spacy_memcoref.EmbeddedTransformer.v1"
     assert (numpy.array([1]) == 1).all() and pipe.prefix == "coref_clusters"
     assert embedded_encoder_path().endswith("model")
+
+
+def test_distance_bias_by_bucket():
+    head = _small_head(top_lambda=1.0)
+    with torch.no_grad():
+        head.distance_bias.copy_(torch.arange(len(head.distance_bias), dtype=torch.float32))
+    q = torch.zeros(4, 8)  # zero queries: only mention scores and distance remain
+    starts = torch.tensor([0, 2, 9, 300])
+    ends = torch.tensor([1, 3, 9, 301])
+    scores, _ = head._antecedent_chunk(q, q, torch.zeros(4), None, 0, 4, starts, ends)
+    # distance = start(q) - end(c), clamped at 0; buckets 0,1,2,3,4,5-7,8-15,16-31,...,256+
+    assert float(scores[1, 0]) == 1.0  # 2 - 1 = 1 -> bucket 1
+    assert float(scores[2, 1]) == 5.0  # 9 - 3 = 6 -> bucket 5-7, index 5
+    assert float(scores[3, 2]) == 11.0  # 300 - 9 = 291 -> 256+ (last bucket)
+    head.use_distance = False
+    plain, _ = head._antecedent_chunk(q, q, torch.zeros(4), None, 0, 4, starts, ends)
+    assert float(plain[3, 2]) == 0.0

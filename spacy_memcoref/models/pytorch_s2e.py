@@ -18,6 +18,10 @@ Span = Tuple[int, int]  # (start, end), both inclusive token indices
 Clusters = List[List[Span]]
 
 NEG_INF = -1e30
+# Upper edges of the log-scale distance buckets (tokens from the end of the
+# antecedent to the start of the mention): 0, 1, 2, 3, 4, 5-7, 8-15, 16-31,
+# 32-63, 64-127, 128-255, 256+ (Lee et al. 2017 use the same kind of buckets).
+DISTANCE_BUCKET_EDGES = (0, 1, 2, 3, 4, 7, 15, 31, 63, 127, 255)
 
 
 @dataclass
@@ -71,6 +75,11 @@ class S2EHead(nn.Module):
     use_speakers (bool): add a learned same-speaker / different-speaker term
         to the antecedent score when speaker ids are given.
     chunk_size (int): query rows of the antecedent matrix built at once.
+    use_distance (bool): add a learned bias per log-scale distance bucket to
+        the antecedent score. The paper has no such feature because its
+        Longformer sees 4,096 tokens at once; with short strided encoder
+        windows the token vectors carry no document position, and without
+        it a pronoun cannot prefer a recent antecedent to a distant one.
     mention_loss_weight (float): weight of an auxiliary binary cross-entropy
         on every candidate's mention score (gold mention or not). The paper
         trains mention scores only through the antecedent loss; on small
@@ -88,9 +97,11 @@ class S2EHead(nn.Module):
         max_antecedents: Optional[int] = None,
         use_speakers: bool = True,
         chunk_size: int = 512,
+        use_distance: bool = True,
         mention_loss_weight: float = 1.0,
     ) -> None:
         super().__init__()
+        self.use_distance = use_distance
         self.mention_loss_weight = mention_loss_weight
         self.max_width = max_width
         self.top_lambda = top_lambda
@@ -112,6 +123,8 @@ class S2EHead(nn.Module):
         self.antecedent_e2s = nn.Linear(hidden_size, hidden_size)
         # [different speaker, same speaker], added when both are known.
         self.speaker_bias = nn.Parameter(torch.zeros(2))
+        self.distance_bias = nn.Parameter(torch.zeros(len(DISTANCE_BUCKET_EDGES) + 1))
+        self.register_buffer("distance_edges", torch.tensor(DISTANCE_BUCKET_EDGES), persistent=False)
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -175,6 +188,8 @@ class S2EHead(nn.Module):
         speakers: Optional[Tensor],
         q0: int,
         q1: int,
+        starts: Optional[Tensor] = None,
+        ends: Optional[Tensor] = None,
     ) -> Tuple[Tensor, int]:
         """f(c, q) for queries q0..q1-1 against candidates lo..q1-1, with
         invalid pairs (c >= q, or beyond the window) at -inf.
@@ -190,6 +205,9 @@ class S2EHead(nn.Module):
             known = (q_spk >= 0) & (c_spk >= 0)
             bias = torch.where(q_spk == c_spk, self.speaker_bias[1], self.speaker_bias[0])
             scores = scores + torch.where(known, bias, torch.zeros_like(bias))
+        if self.use_distance and starts is not None and ends is not None:
+            distance = (starts[q0:q1, None] - ends[None, lo:q1]).clamp(min=0)
+            scores = scores + self.distance_bias[torch.bucketize(distance, self.distance_edges)]
         q_index = torch.arange(q0, q1, device=scores.device)[:, None]
         c_index = torch.arange(lo, q1, device=scores.device)[None, :]
         valid = c_index < q_index
@@ -252,7 +270,7 @@ class S2EHead(nn.Module):
             loss = loss + self.mention_loss_weight * bce / self.max_width
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
-            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1)
+            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
             q_ids = cluster_ids[q0:q1, None]
             gold_pairs = (q_ids > 0) & (q_ids == cluster_ids[None, lo:q1]) & (scores > NEG_INF / 2)
             no_gold = ~gold_pairs.any(dim=1, keepdim=True)
@@ -276,7 +294,7 @@ class S2EHead(nn.Module):
         antecedents = []
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
-            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1)
+            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
             best_score, best = scores.max(dim=1)
             # null scores 0: link only when some antecedent scores above it
             antecedents.append(torch.where(best_score > 0, best + lo, torch.full_like(best, -1)))

@@ -28,6 +28,7 @@ def build_s2e(
     use_speakers: bool = True,
     head_lr_scale: float = 30.0,
     chunk_size: int = 512,
+    use_distance: bool = True,
     mention_loss_weight: float = 1.0,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
@@ -44,6 +45,8 @@ def build_s2e(
     head_lr_scale (float): the head learns this many times faster than the
         encoder (reference: 3e-4 / 1e-5 = 30).
     chunk_size (int): antecedent rows scored at once (memory vs speed).
+    use_distance (bool): learned bias per log-scale antecedent distance
+        bucket (not in the paper; see pytorch_s2e.S2EHead).
     mention_loss_weight (float): auxiliary mention-detection loss weight
         (0 = the paper's antecedent loss alone).
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
@@ -71,6 +74,7 @@ def build_s2e(
         max_antecedents=max_antecedents,
         use_speakers=use_speakers,
         chunk_size=chunk_size,
+        use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
     )
 
