@@ -98,7 +98,8 @@ def export_gap(
     prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
 ) -> None:
     """Write a GAP system file: a candidate is linked when it overlaps a mention in
-    the pronoun's cluster."""
+    the pronoun's cluster, or, for Docs annotated by PeTra, when its link
+    probability (doc.user_data["gap_probs"]) reaches the stored threshold."""
     from .corpora.gap import docbin_to_gap_system
 
     try:
@@ -182,6 +183,309 @@ def predict(
     with atomic_output(output_path) as tmp:
         out.to_disk(tmp)
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
+
+
+
+# ----- PeTra commands (issue 4): tune-gap-threshold, count-people, visualize ---------
+
+ALPHA_GRID = tuple(round(i / 100, 2) for i in range(1, 101))
+PEOPLE_ALPHA_KEY = "people_alpha"
+
+
+def _load_pipeline(model: str, gpu_id: int):
+    import spacy
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    return spacy.load(model)
+
+
+def _read_docs(path: Path, vocab) -> list:
+    from spacy.tokens import DocBin
+
+    if not path.exists():
+        raise DataFormatError(path, None, "no such file")
+    try:
+        docbin = DocBin(store_user_data=True).from_disk(path)
+    except OSError:
+        raise
+    except Exception as err:  # zlib / msgpack errors of a file that is not a DocBin
+        raise DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}") from None
+    if len(docbin) == 0:
+        raise DataFormatError(path, None, "the DocBin holds no Docs")
+    return list(docbin.get_docs(vocab))
+
+
+def _petra_pipe(nlp, component: Optional[str]):
+    """(name, component) of the PeTra coreference component of a pipeline."""
+    from .pipeline.coref_component import CorefComponent
+
+    if component is not None:
+        if component not in nlp.pipe_names:
+            raise ValueError(f"no component {component!r} in the pipeline ({', '.join(nlp.pipe_names)})")
+        return component, nlp.get_pipe(component)
+    for name, pipe in nlp.pipeline:
+        if isinstance(pipe, CorefComponent) and pipe.model.attrs.get("gold_kind") == "sparse":
+            return name, pipe
+    raise ValueError(f"the pipeline has no PeTra coreference component ({', '.join(nlp.pipe_names)})")
+
+
+def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
+    from .pipeline.gold import cluster_groups
+
+    for doc in docs:
+        for key in cluster_groups(doc, prefix):
+            del doc.spans[key]
+    return list(nlp.pipe(docs, batch_size=batch_size))
+
+
+def _save_pipeline(nlp, output: Path, component: str, updates: Dict[str, float]) -> None:
+    """Save a pipeline with cfg updates of one component; the same values go
+    into config.cfg where the factory takes them as arguments."""
+    from thinc.api import Config
+
+    pipe = nlp.get_pipe(component)
+    pipe.cfg.update(updates)
+    nlp.to_disk(output)
+    config_path = output / "config.cfg"
+    config = Config().from_disk(config_path, interpolate=False)
+    block = config["components"][component]
+    changed = False
+    for key, value in updates.items():
+        if key in block:
+            block[key] = value
+            changed = True
+    if changed:
+        config.to_disk(config_path)
+
+
+def _output_path(model: str, output: Optional[Path]) -> Path:
+    if output is not None:
+        return output
+    if Path(model).is_dir():
+        return Path(model)
+    raise ValueError(f"{model!r} is not a directory: give --output to save the pipeline")
+
+
+@app.command("tune-gap-threshold")
+def tune_gap_threshold_cmd(
+    model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
+    input_path: Path = typer.Argument(..., help="GAP validation Docs (a DocBin made by `convert gap`)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
+    component: Optional[str] = typer.Option(None, "--component", help="The PeTra component (default: the first one)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Docs a batch."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+) -> None:
+    """Choose PeTra's GAP decision threshold on validation data: the one of
+    0.01, 0.02, ..., 1.00 with the best overall GAP F1 (the middle of a tied
+    run), printed with the table, and stored in the component's cfg (and
+    config.cfg) so that the saved pipeline uses it on test data."""
+    from .scoring.gap_spacy_scorer import gap_gold, tune_gap_threshold
+    from .pipeline.petra_gold import has_gap_annotation
+
+    try:
+        out_path = _output_path(model, output)
+        nlp = _load_pipeline(model, gpu_id)
+        name, pipe = _petra_pipe(nlp, component)
+        docs = _read_docs(input_path, nlp.vocab)
+        gold, probs = {}, {}
+        for i, doc in enumerate(_annotate(nlp, docs, batch_size, pipe.prefix)):
+            if not has_gap_annotation(doc):
+                raise DataFormatError(input_path, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
+            ex_id, gender, gold_a, gold_b = gap_gold(doc)
+            if ex_id in gold:
+                raise DataFormatError(input_path, None, f"doc {i} (0-based): duplicate GAP ID {ex_id!r}")
+            p = doc.user_data.get("gap_probs")
+            if not isinstance(p, dict):
+                raise ValueError(f"component {name!r} wrote no link probabilities (doc.user_data['gap_probs'])")
+            gold[ex_id] = (gender, gold_a, gold_b)
+            probs[ex_id] = (float(p["A"]), float(p["B"]))
+        best, table = tune_gap_threshold(gold, probs)
+    except (DataFormatError, OSError, ValueError) as err:
+        raise _fail(err)
+    typer.echo(f"{'threshold':>9} {'P':>6} {'R':>6} {'F1':>6} {'F1 masc':>8} {'F1 fem':>7}")
+    for t, scores in table:
+        mark = "  <- best" if t == best else ""
+        typer.echo(
+            f"{t:9.2f} {100 * scores['gap_p']:6.1f} {100 * scores['gap_r']:6.1f} {100 * scores['gap_f']:6.1f}"
+            f" {100 * scores['gap_f_masc']:8.1f} {100 * scores['gap_f_fem']:7.1f}{mark}"
+        )
+    best_scores = dict(table)[best]
+    try:
+        _save_pipeline(nlp, out_path, name, {"gap_threshold": best})
+    except (OSError, ValueError) as err:
+        raise _fail(err)
+    typer.echo(f"best threshold {best:.2f} (GAP F1 {100 * best_scores['gap_f']:.1f} on {len(gold)} docs); "
+               f"stored as components.{name}.gap_threshold in {out_path}")
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in best_scores.items()}
+    typer.echo(json.dumps({"threshold": best, **clean}, sort_keys=True))
+
+
+def read_people_tsv(path: Path) -> list:
+    """Read a people-counting TSV: a header row, then ID<TAB>text<TAB>count.
+
+    path (Path): the TSV.
+    RETURNS (List[Tuple[int, str, str, int]]): (line, ID, text, count).
+    """
+    from .corpora.gap import iter_lines
+
+    rows = []
+    seen: Dict[str, int] = {}
+    header = False
+    for line, text in iter_lines(path):
+        fields = text.split("\t")
+        if not header:
+            if len(fields) != 3:
+                raise DataFormatError(path, line, f"expected a header row of 3 tab-separated columns (ID, text, count), found {len(fields)}")
+            header = True
+            continue
+        if text == "":
+            continue
+        if len(fields) != 3:
+            raise DataFormatError(path, line, f"expected 3 tab-separated columns (ID, text, count), found {len(fields)}")
+        ex_id, doc_text, count = fields
+        if not ex_id:
+            raise DataFormatError(path, line, "column ID is empty")
+        if ex_id in seen:
+            raise DataFormatError(path, line, f"duplicate ID {ex_id!r} (first on line {seen[ex_id]})")
+        if not count.isdigit():
+            raise DataFormatError(path, line, f"column count must be a non-negative integer, found {count!r}")
+        seen[ex_id] = line
+        rows.append((line, ex_id, doc_text, int(count)))
+    if not header:
+        raise DataFormatError(path, None, "empty file: expected a header row (ID, text, count) and data rows")
+    if not rows:
+        raise DataFormatError(path, 1, "no data rows after the header")
+    return rows
+
+
+def choose_alpha(overwrites: list, gold: list, grid=ALPHA_GRID) -> tuple:
+    """The people-counting threshold with the fewest wrong counts (ties: the
+    smaller total absolute error, then the middle of the tied run).
+
+    overwrites (List[numpy.ndarray]): o_t^i [T, N] a document.
+    gold (List[int]): the gold counts.
+    grid (Sequence[float]): alphas to try.
+    RETURNS (Tuple[float, List[Tuple[float, int, int]]]): the best alpha and
+        (alpha, wrong counts, total absolute error) for every alpha.
+    """
+    import numpy
+
+    alphas = numpy.asarray(grid, dtype=numpy.float32)
+    predicted = numpy.stack(
+        [(numpy.asarray(o, dtype=numpy.float32).reshape(-1)[None, :] >= alphas[:, None]).sum(axis=1) for o in overwrites],
+        axis=1,
+    )  # [alphas, docs]
+    diff = numpy.abs(predicted - numpy.asarray(gold)[None, :])
+    table = [(float(a), int((d != 0).sum()), int(d.sum())) for a, d in zip(grid, diff)]
+    best_key = min((errors, abs_err) for _, errors, abs_err in table)
+    tied = [a for a, errors, abs_err in table if (errors, abs_err) == best_key]
+    return tied[(len(tied) - 1) // 2], table
+
+
+@app.command("count-people")
+def count_people_cmd(
+    model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
+    input_path: Path = typer.Argument(..., help="TSV with a header row, then ID<TAB>text<TAB>count."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Overwrite threshold; default: chosen on --dev / --dev-fraction, else the component's stored one, else 0.5."),
+    dev_path: Optional[Path] = typer.Option(None, "--dev", help="A TSV (same format) to choose alpha on: the alpha with the fewest wrong counts."),
+    dev_fraction: Optional[float] = typer.Option(None, "--dev-fraction", help="Choose alpha on this leading fraction of INPUT's rows (file order); report on the rest."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here with the chosen alpha in the component's cfg (people_alpha)."),
+    component: Optional[str] = typer.Option(None, "--component", help="The PeTra component (default: the first one)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Docs a batch."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+) -> None:
+    """People counting (PeTra paper §3.5): predicted count = the number of
+    (token, cell) with overwrite probability o_t^i >= alpha. Prints a table,
+    the number of documents whose predicted count differs from the gold
+    count, and (last line) one JSON object."""
+    if alpha is not None and not 0.0 <= alpha <= 1.0:
+        raise _fail(ValueError(f"--alpha must be in [0, 1], got {alpha}"))
+    if dev_fraction is not None and not 0.0 < dev_fraction < 1.0:
+        raise _fail(ValueError(f"--dev-fraction must be in (0, 1), got {dev_fraction}"))
+    if dev_path is not None and dev_fraction is not None:
+        raise _fail(ValueError("give --dev or --dev-fraction, not both"))
+    try:
+        rows = read_people_tsv(input_path)
+        dev_rows = read_people_tsv(dev_path) if dev_path is not None else []
+        if dev_fraction is not None:
+            if len(rows) < 2:
+                raise DataFormatError(input_path, None, "--dev-fraction needs at least 2 rows")
+            n_dev = max(1, min(len(rows) - 1, int(round(dev_fraction * len(rows)))))
+            dev_rows, rows = rows[:n_dev], rows[n_dev:]
+        nlp = _load_pipeline(model, gpu_id)
+        name, pipe = _petra_pipe(nlp, component)
+    except (DataFormatError, OSError, ValueError) as err:
+        raise _fail(err)
+
+    def overwrite_logs(selected):
+        logs = []
+        for doc in nlp.pipe([text for _, _, text, _ in selected], batch_size=batch_size):
+            log = doc._.memory_log
+            if log is None:
+                raise ValueError(f"component {name!r} wrote no doc._.memory_log")
+            logs.append(log["overwrite"])
+        return logs
+
+    try:
+        if alpha is not None:
+            source = "--alpha"
+        elif dev_rows:
+            alpha, _ = choose_alpha(overwrite_logs(dev_rows), [c for *_, c in dev_rows])
+            source = f"chosen on {len(dev_rows)} dev docs ({'--dev ' + str(dev_path) if dev_path else '--dev-fraction'})"
+        elif PEOPLE_ALPHA_KEY in pipe.cfg:
+            alpha, source = float(pipe.cfg[PEOPLE_ALPHA_KEY]), f"the component's cfg ({PEOPLE_ALPHA_KEY})"
+        else:
+            alpha, source = 0.5, "default (choose one with --dev or --dev-fraction)"
+        logs = overwrite_logs(rows)
+    except ValueError as err:
+        raise _fail(err)
+    import numpy
+
+    typer.echo(f"{'ID':<20} {'gold':>5} {'pred':>5} {'diff':>5}")
+    n_wrong = abs_err = 0
+    for (_, ex_id, _, gold), over in zip(rows, logs):
+        predicted = int((numpy.asarray(over) >= alpha).sum())
+        n_wrong += predicted != gold
+        abs_err += abs(predicted - gold)
+        typer.echo(f"{ex_id:<20} {gold:5d} {predicted:5d} {predicted - gold:+5d}")
+    typer.echo(f"alpha = {alpha:.2f} ({source})")
+    typer.echo(f"errors: {n_wrong} of {len(rows)} docs have a wrong count; mean absolute error {abs_err / len(rows):.2f}")
+    if output is not None:
+        try:
+            _save_pipeline(nlp, output, name, {PEOPLE_ALPHA_KEY: float(alpha)})
+        except (OSError, ValueError) as err:
+            raise _fail(err)
+        typer.echo(f"stored alpha in components.{name} cfg ({PEOPLE_ALPHA_KEY}) of {output}")
+    typer.echo(json.dumps({"alpha": alpha, "errors": n_wrong, "docs": len(rows), "mae": abs_err / len(rows)}, sort_keys=True))
+
+
+@app.command("visualize")
+def visualize_cmd(
+    model: str = typer.Argument(..., help="A trained pipeline (PeTra for the memory log): package name or directory."),
+    input_path: Path = typer.Argument(..., help="A DocBin of Docs to annotate and draw."),
+    output_dir: Path = typer.Argument(..., help="Folder for the PNG and HTML files (created when missing)."),
+    limit: int = typer.Option(3, "--limit", help="Draw the first LIMIT Docs."),
+    wrap: int = typer.Option(40, "--wrap", help="Tokens a row of the picture."),
+    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+) -> None:
+    """Draw PeTra's memory log as in the paper's Figure 5 (per cell an OW and a
+    CR row over the tokens, darker = higher) as PNG and HTML, and the predicted
+    clusters with displaCy's span renderer."""
+    from .visualize import visualize_docs
+
+    if limit < 1 or wrap < 1:
+        raise _fail(ValueError("--limit and --wrap must be positive"))
+    try:
+        nlp = _load_pipeline(model, gpu_id)
+        docs = _read_docs(input_path, nlp.vocab)[:limit]
+        annotated = _annotate(nlp, docs, limit, prefix)
+        written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)
+    except (DataFormatError, OSError, ValueError, ImportError) as err:
+        raise _fail(err)
+    for path in written:
+        typer.echo(f"wrote {path}")
 
 
 def main() -> None:

@@ -404,6 +404,41 @@ def gap_predictions_from_doc(doc: Doc, prefix: str = "coref_clusters") -> Tuple[
     return a_linked, b_linked
 
 
+GAP_PROBS_KEY = "gap_probs"
+DEFAULT_GAP_THRESHOLD = 0.5
+
+
+def gap_predictions_from_probs(doc: Doc, threshold: Optional[float] = None) -> Tuple[bool, bool]:
+    """Whether A and B are linked to the pronoun by the link probabilities a
+    probabilistic model (PeTra) stored in doc.user_data["gap_probs"] =
+    {"A": p_A, "B": p_B, "threshold": t}: linked when p >= t.
+
+    doc (Doc): a GAP Doc annotated by PeTra.
+    threshold (Optional[float]): overrides the stored threshold; None uses
+        it (0.5 when none is stored).
+    RETURNS (Tuple[bool, bool]): (A linked, B linked).
+    """
+    probs = doc.user_data.get(GAP_PROBS_KEY)
+    if not isinstance(probs, dict) or "A" not in probs or "B" not in probs:
+        raise ValueError(f'no doc.user_data["{GAP_PROBS_KEY}"] with "A" and "B" link probabilities')
+    if threshold is None:
+        threshold = float(probs.get("threshold", DEFAULT_GAP_THRESHOLD))
+    return float(probs["A"]) >= threshold, float(probs["B"]) >= threshold
+
+
+def gap_decisions_from_doc(doc: Doc, prefix: str = "coref_clusters", threshold: Optional[float] = None) -> Tuple[bool, bool]:
+    """A GAP Doc's decisions: from its link probabilities when a model stored
+    them (gap_predictions_from_probs, PeTra), else from its clusters
+    (gap_predictions_from_doc, s2e).
+
+    RETURNS (Tuple[bool, bool]): (A linked, B linked).
+    """
+    if isinstance(doc.user_data.get(GAP_PROBS_KEY), dict):
+        gap_spans(doc)  # same validation as the cluster path
+        return gap_predictions_from_probs(doc, threshold)
+    return gap_predictions_from_doc(doc, prefix)
+
+
 def gap_id_from_doc(doc: Doc) -> str:
     """RETURNS (str): doc.user_data["gap"]["id"] (ValueError when absent)."""
     data = doc.user_data.get(GAP_USER_DATA_KEY)
@@ -441,7 +476,7 @@ def gap_system_rows(docs: Iterable[Doc], *, prefix: str = "coref_clusters", sour
     for i, doc in enumerate(docs):
         try:
             ex_id = gap_id_from_doc(doc)
-            a_linked, b_linked = gap_predictions_from_doc(doc, prefix)
+            a_linked, b_linked = gap_decisions_from_doc(doc, prefix)
         except ValueError as err:
             raise DataFormatError(source, None, f"doc {i} (0-based): {err}") from None
         if ex_id in seen:
@@ -462,7 +497,8 @@ def _write_system_rows(rows: List[Tuple[str, bool, bool]], path: Union[str, Path
 
 def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
     """Write a GAP system file (ID<TAB>A-coref<TAB>B-coref, TRUE/FALSE, no
-    header) from the clusters of GAP Docs (see gap_predictions_from_doc).
+    header) from GAP Docs: link probabilities where a model stored them, else
+    clusters (see gap_decisions_from_doc).
 
     docs (Iterable[Doc]): GAP Docs with predicted clusters.
     path (Union[str, Path]): the system TSV to write (nothing on error).

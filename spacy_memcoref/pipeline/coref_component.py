@@ -16,7 +16,8 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer
 
-from .gold import aligned_gold_clusters, cluster_groups
+from .gold import aligned_gold_clusters, cluster_groups, copy_speakers
+from .memory_log import GAP_PROBS_KEY  # also registers doc._.memory_log, token._.memory_usage
 
 DEFAULT_ENCODER = """
 [model.tok2vec]
@@ -70,9 +71,62 @@ def make_memcoref(
     return CorefComponent(nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer)
 
 
-def make_memcoref_petra(*args: Any, **kwargs: Any):
-    # Registered by the PeTra module (pipeline/petra_factory) once it lands.
-    raise NotImplementedError("memcoref_petra is not available yet")
+# ----- PeTra (issue 4) ----------------------------------------------------------
+
+DEFAULT_PETRA_MODEL = """
+[model]
+@architectures = "spacy_memcoref.PeTra.v1"
+hidden_size = 300
+num_cells = 10
+mlp_size = 300
+usage_decay = 0.98
+entity_loss_weight = 0.1
+dropout = 0.5
+learned_init = false
+fixed_key_size = 0
+temperature_halving_steps = 1000
+head_lr_scale = 1.0
+entity_threshold = 0.5
+min_mentions = 2
+freeze_encoder = true
+encoder_layers = 4
+""" + DEFAULT_ENCODER
+
+DEFAULT_PETRA_SCORE_WEIGHTS = {
+    "gap_f": 1.0,
+    "gap_f_masc": 0.0,
+    "gap_f_fem": 0.0,
+    "gap_bias": None,
+    "coref_conll_f": 0.0,
+}
+
+
+@Language.factory(
+    "memcoref_petra",
+    assigns=["doc.spans", "doc._.memory_log"],
+    default_config={
+        "model": Config().from_str(DEFAULT_PETRA_MODEL)["model"],
+        "span_cluster_prefix": "coref_clusters",
+        "gap_threshold": 0.5,
+        "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
+    },
+    default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
+)
+def make_memcoref_petra(
+    nlp: Language,
+    name: str,
+    model: Model,
+    span_cluster_prefix: str,
+    gap_threshold: float,
+    scorer: Optional[Callable],
+) -> "CorefComponent":
+    """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
+    doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
+    candidate is linked when its probability is >= gap_threshold (stored in
+    the component's cfg; `tune-gap-threshold` picks it on validation data)."""
+    return CorefComponent(
+        nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer, gap_threshold=gap_threshold
+    )
 
 
 class CorefComponent(TrainablePipe):
@@ -87,14 +141,23 @@ class CorefComponent(TrainablePipe):
         *,
         span_cluster_prefix: str = "coref_clusters",
         scorer: Optional[Callable] = None,
+        gap_threshold: Optional[float] = None,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
+        if gap_threshold is not None and not (
+            isinstance(gap_threshold, (int, float)) and not isinstance(gap_threshold, bool) and 0.0 <= gap_threshold <= 1.0
+        ):
+            raise ValueError(f"gap_threshold must be a probability in [0, 1], got {gap_threshold!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
+        if gap_threshold is not None:
+            # GAP decision threshold for link probabilities (PeTra); the
+            # scorer receives it from cfg, tune-gap-threshold rewrites it.
+            self.cfg["gap_threshold"] = float(gap_threshold)
         self._warned_unaligned = False
 
     @property
@@ -122,6 +185,9 @@ class CorefComponent(TrainablePipe):
             writer = self.model.attrs.get("write_extras")
             if writer is not None:
                 writer(doc, prediction)
+            if "gap_threshold" in self.cfg and isinstance(doc.user_data.get(GAP_PROBS_KEY), dict):
+                # the decision threshold travels with the probabilities (export gap reads it)
+                doc.user_data[GAP_PROBS_KEY]["threshold"] = float(self.cfg["gap_threshold"])
 
     # ----- training -----------------------------------------------------------
 
@@ -131,6 +197,7 @@ class CorefComponent(TrainablePipe):
         golds = []
         n_missed = 0
         for eg in examples:
+            copy_speakers(eg)
             if make_gold is not None:
                 gold, missed = make_gold(eg, self.prefix)
             elif kind == "clusters":
