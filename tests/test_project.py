@@ -1,0 +1,563 @@
+"""The spaCy project (project.yml), its helper scripts and demo data, and
+shipping a trained pipeline with `spacy package`.
+
+Cheap tests read project.yml as `spacy project` does and check that every
+command refers to files, CLI commands, options and config settings that
+exist, that each demo-X command is X on the demo data, and that the demo data
+converts. The slow test packages a tiny trained pipeline, installs the wheel
+into a fresh virtual environment and loads it there by name.
+"""
+import copy
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Set
+
+import pytest
+import srsly
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = REPO / "project.yml"
+SCRIPTS = REPO / "scripts"
+OUTPUT_ROOTS = ("corpus", "training", "metrics", "visuals", "packages")
+SHARED = Path(os.environ.get("MEMCOREF_SHARED", REPO.parent / "shared"))
+
+
+# ----- reading project.yml as weasel does ------------------------------------------
+
+
+def raw_project() -> dict:
+    return srsly.read_yaml(PROJECT)
+
+
+def load_project(overrides: Optional[Dict[str, object]] = None) -> dict:
+    """project.yml validated and with its variables substituted, as `spacy
+    project run` loads it (without creating its directories)."""
+    from weasel.schemas import ProjectConfigSchema, validate
+    from weasel.util.config import substitute_project_variables
+    from weasel.util.validation import validate_project_commands
+
+    config = raw_project()
+    errors = validate(ProjectConfigSchema, config)
+    assert not errors, errors
+    validate_project_commands(config)
+    return substitute_project_variables(copy.deepcopy(config), overrides or {})
+
+
+def commands(config: dict) -> Dict[str, dict]:
+    return {cmd["name"]: cmd for cmd in config["commands"]}
+
+
+def _norm(path: str) -> str:
+    return path.rstrip("/")
+
+
+# ----- checking one script line against the CLIs it calls ---------------------------
+
+
+def _click_command(app):
+    import typer.main
+
+    return typer.main.get_command(app)
+
+
+def _check_click_args(cmd, args: List[str], where: str, *, extra_dotted: bool = False) -> List[str]:
+    """Check options and the number of positional arguments of a click
+    command; returns the positional arguments (and, with extra_dotted, the
+    `--section.key` overrides are returned as 'override:' entries)."""
+    # duck-typed: typer vendors its own copy of click
+    options = {}
+    for param in cmd.params:
+        if param.param_type_name == "option":
+            for opt in param.opts + param.secondary_opts:
+                options[opt] = param
+    arguments = [p for p in cmd.params if p.param_type_name == "argument"]
+    positional: List[str] = []
+    overrides: List[str] = []
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok.startswith("--") and "." in tok and extra_dotted:
+            assert i + 1 < len(args), f"{where}: override {tok} has no value"
+            overrides.append(f"override:{tok[2:]}={args[i + 1]}")
+            i += 2
+            continue
+        if tok.startswith("-") and len(tok) > 1 and not re.fullmatch(r"-\d+", tok):
+            assert tok in options, f"{where}: {cmd.name} has no option {tok} (has {sorted(options)})"
+            i += 1 if options[tok].is_flag else 2
+            continue
+        positional.append(tok)
+        i += 1
+    required = sum(1 for a in arguments if a.required)
+    assert required <= len(positional) <= len(arguments), (
+        f"{where}: {cmd.name} takes {required} to {len(arguments)} arguments, got {positional}"
+    )
+    return positional + overrides
+
+
+def _config_has(config, dotted: str) -> bool:
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def check_script_line(line: str, where: str) -> None:
+    """A script line calls a CLI command that exists, with options it has,
+    or a helper script that exists (whose wrapped command is checked too)."""
+    tokens = shlex.split(line)
+    assert tokens[0] == "python", f"{where}: scripts start with `python` (run by spacy's interpreter): {line}"
+    if tokens[1] == "-m" and tokens[2] == "spacy_memcoref":
+        from spacy_memcoref.cli import app
+
+        cmd = _click_command(app)
+        rest = tokens[3:]
+        while hasattr(cmd, "commands") and rest and rest[0] in cmd.commands:
+            cmd = cmd.commands[rest[0]]
+            rest = rest[1:]
+        assert not hasattr(cmd, "commands"), f"{where}: `spacy_memcoref {' '.join(tokens[3:5])}` is not a command"
+        _check_click_args(cmd, rest, where)
+    elif tokens[1] == "-m" and tokens[2] == "spacy":
+        from spacy.cli import app
+
+        group = _click_command(app)
+        assert tokens[3] in group.commands, f"{where}: `spacy {tokens[3]}` is not a command"
+        cmd = group.commands[tokens[3]]
+        found = _check_click_args(cmd, tokens[4:], where, extra_dotted=tokens[3] == "train")
+        if tokens[3] == "train":
+            from spacy.util import load_config
+
+            config_path = REPO / found[0]
+            assert config_path.is_file(), f"{where}: no config {found[0]}"
+            config = load_config(config_path, interpolate=False)
+            for item in found[1:]:
+                assert item.startswith("override:"), f"{where}: unexpected argument {item}"
+                key = item[len("override:") :].split("=", 1)[0]
+                assert _config_has(config, key), f"{where}: {found[0]} has no setting {key}"
+        if tokens[3] == "package":
+            build = tokens[tokens.index("--build") + 1]
+            assert set(build.split(",")) <= {"sdist", "wheel", "none"}, f"{where}: --build {build}"
+    else:
+        script = REPO / tokens[1]
+        assert tokens[1].startswith("scripts/") and script.is_file(), f"{where}: no script {tokens[1]}"
+        if tokens[1] == "scripts/json_report.py":
+            check_script_line(shlex.join(tokens[3:]), where)
+
+
+# ----- cheap tests: project.yml ------------------------------------------------------
+
+
+def test_project_loads_and_every_command_is_in_a_workflow():
+    config = load_project()
+    names = [cmd["name"] for cmd in config["commands"]]
+    assert set(config["workflows"]) == {"all", "demo"}
+    in_workflows = {step for steps in config["workflows"].values() for step in steps}
+    assert set(names) == in_workflows
+    assert config["workflows"]["demo"] == [f"demo-{step}" for step in config["workflows"]["all"]]
+
+
+def test_interpolated_lists_keep_their_items():
+    # confection joins a list of nothing but "${vars...}" items into one string
+    raw = commands(raw_project())
+    loaded = commands(load_project())
+    for name, cmd in raw.items():
+        for key in ("script", "deps", "outputs", "outputs_no_cache"):
+            assert len(loaded[name].get(key, [])) == len(cmd.get(key, [])), f"{name}.{key}"
+            for item in loaded[name].get(key, []):
+                assert ", " not in item or key == "script", f"{name}.{key}: {item!r}"
+
+
+@pytest.mark.parametrize("overrides", [{}, {"vars.encoder": "roberta-base", "vars.gpu_id": 0}])
+def test_every_script_line_calls_something_that_exists(overrides):
+    for name, cmd in commands(load_project(overrides)).items():
+        assert cmd.get("help"), f"{name} has no help"
+        for i, line in enumerate(cmd["script"]):
+            check_script_line(line, f"{name}, script line {i + 1}")
+
+
+def _produced_by_earlier(path: str, outputs: Set[str]) -> bool:
+    path = _norm(path)
+    return any(path == out or path.startswith(out + "/") for out in outputs)
+
+
+@pytest.mark.parametrize("workflow", ["all", "demo"])
+def test_deps_exist_or_come_from_earlier_steps_or_assets(workflow):
+    config = load_project()
+    cmds = commands(config)
+    assets = {_norm(asset["dest"]) for asset in config["assets"]}
+    produced: Set[str] = set()
+    for step in config["workflows"][workflow]:
+        cmd = cmds[step]
+        joined = " ".join(cmd["script"])
+        for dep in cmd.get("deps", []):
+            assert (
+                _produced_by_earlier(dep, produced) or _norm(dep) in assets or (REPO / dep).exists()
+            ), f"{step}: dependency {dep} is no asset, no earlier output and not in the repository"
+            assert _norm(dep) in joined, f"{step}: dependency {dep} is not used by its script"
+        for out in cmd.get("outputs", []):
+            assert out.split("/")[0] in OUTPUT_ROOTS, f"{step}: output {out} outside {OUTPUT_ROOTS}"
+            # written by the script: the path, or a folder it is in (spacy train --output, spacy package)
+            assert any(
+                _norm(out) == tok or _norm(out).startswith(tok.rstrip("/") + "/")
+                for tok in shlex.split(joined)
+            ), f"{step}: output {out} is not written by its script"
+            produced.add(_norm(out))
+        assert cmd.get("outputs") or step.endswith("check-data"), f"{step} declares no outputs: it would rerun every time"
+
+
+def test_demo_outputs_never_touch_the_real_ones():
+    cmds = commands(load_project())
+    real = {o for name, c in cmds.items() if not name.startswith("demo-") for o in c.get("outputs", [])}
+    demo = {o for name, c in cmds.items() if name.startswith("demo-") for o in c.get("outputs", [])}
+    for out in demo:
+        assert out.split("/")[1] == "demo", out
+        assert not any(out.startswith(r + "/") or r.startswith(out + "/") for r in real), out
+
+
+def _demo_version(text: str, demo_vars: Set[str]) -> str:
+    text = re.sub(
+        r"\$\{vars\.(\w+)\}",
+        lambda m: f"${{vars.demo_{m.group(1)}}}" if f"demo_{m.group(1)}" in demo_vars else m.group(0),
+        text,
+    )
+    roots = "|".join(OUTPUT_ROOTS)
+    return re.sub(rf"(?<![\w/.-])({roots})(?=/|\s|$)", r"\1/demo", text)
+
+
+def test_each_demo_command_is_the_real_one_on_demo_data():
+    raw = raw_project()
+    demo_vars = set(raw["vars"])
+    cmds = commands(raw)
+    for name, cmd in cmds.items():
+        if name.startswith("demo-"):
+            assert name[len("demo-") :] in cmds, f"{name} mirrors no command"
+            continue
+        demo = cmds[f"demo-{name}"]
+        for key in ("script", "deps", "outputs"):
+            expected = [_demo_version(item, demo_vars) for item in cmd.get(key, [])]
+            assert demo.get(key, []) == expected, f"demo-{name}.{key} is not {name}.{key} on the demo data"
+
+
+def test_var_defaults_are_the_configs_own_values():
+    from spacy.util import load_config
+
+    variables = raw_project()["vars"]
+    s2e = load_config(REPO / variables["s2e_config"], interpolate=False)
+    petra = load_config(REPO / variables["petra_config"], interpolate=False)
+    assert variables["s2e_max_steps"] == s2e["training"]["max_steps"]
+    assert variables["s2e_eval_frequency"] == s2e["training"]["eval_frequency"]
+    assert variables["petra_max_steps"] == petra["training"]["max_steps"]
+    assert variables["petra_eval_frequency"] == petra["training"]["eval_frequency"]
+    assert variables["num_cells"] == petra["components"]["memcoref_petra"]["model"]["num_cells"]
+    assert variables["encoder"] is None and variables["demo_encoder"] is None  # the embedded MiniLM
+    assert variables["gpu_id"] == -1
+
+
+def test_gap_assets_come_from_the_gap_repository_with_checksums():
+    config = load_project()
+    gap = [a for a in config["assets"] if "url" in a]
+    assert [Path(a["dest"]).name for a in gap] == ["gap-development.tsv", "gap-validation.tsv", "gap-test.tsv"]
+    for asset in gap:
+        assert asset["url"] == (
+            "https://raw.githubusercontent.com/google-research-datasets/gap-coreference/master/" + Path(asset["dest"]).name
+        )
+    assert all(re.fullmatch(r"[0-9a-f]{32}", a["checksum"]) for a in gap[:2])
+    assert "checksum" not in gap[2]  # not known here (see the comment in project.yml)
+    provided = [a for a in config["assets"] if "url" not in a]
+    assert [_norm(a["dest"]) for a in provided] == ["assets/ontonotes/train", "assets/ontonotes/dev", "assets/ontonotes/test"]
+
+
+def test_gap_checksums_match_the_shared_copies():
+    gap_dir = SHARED / "data" / "gap"
+    if not gap_dir.exists():
+        pytest.skip(f"shared GAP data not found at {gap_dir} (set MEMCOREF_SHARED)")
+    for asset in load_project()["assets"][:2]:
+        path = gap_dir / Path(asset["dest"]).name
+        assert hashlib.md5(path.read_bytes()).hexdigest() == asset["checksum"], path
+
+
+def test_vars_point_at_other_data():
+    # the documented offline run on OntoGUM + shared GAP: the test split is the dev split
+    config = load_project(
+        {
+            "vars.gap_dir": "../shared/data/gap",
+            "vars.gap_test": "../shared/data/gap/gap-validation.tsv",
+            "vars.conll_dir": "../shared/data/ontogum",
+            "vars.conll_test_dir": "../shared/data/ontogum/dev",
+        }
+    )
+    cmds = commands(config)
+    assert cmds["convert-ontonotes"]["deps"] == [
+        "../shared/data/ontogum/train/",
+        "../shared/data/ontogum/dev/",
+        "../shared/data/ontogum/dev/",
+    ]
+    assert "../shared/data/gap/gap-development.tsv" in cmds["convert-gap"]["script"][0]
+
+
+def test_project_document_renders(tmp_path):
+    from weasel.cli.document import project_document
+
+    shutil.copy(PROJECT, tmp_path / "project.yml")
+    project_document(tmp_path, tmp_path / "README.md")
+    text = (tmp_path / "README.md").read_text(encoding="utf8")
+    assert "spacy project run demo" in text or "`demo`" in text
+    assert "gap-development.tsv" in text
+
+
+# ----- cheap tests: helper scripts ---------------------------------------------------
+
+
+def run_script(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=cwd or REPO, timeout=120
+    )
+
+
+def _conll_file(path: Path, name: str = "doc") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    text = f"#begin document ({name}); part 000\n{name} 0 0 Hi - * - - - - * (0)\n{name} 0 1 it - * - - - - * (0)\n\n#end document\n"
+    (path / f"{name}.v4_gold_conll").write_text(text)
+    return path
+
+
+def test_check_data_accepts_the_demo_data():
+    proc = run_script(
+        SCRIPTS / "check_data.py",
+        "--conll", "assets/demo/conll/train", "assets/demo/conll/dev", "assets/demo/conll/test",
+        "--gap", "assets/demo/gap/gap-development.tsv", "assets/demo/gap/gap-validation.tsv", "assets/demo/gap/gap-test.tsv",
+        "--people", "assets/demo/people_count.tsv",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "data ok" in proc.stdout
+
+
+def test_check_data_explains_missing_ontonotes(tmp_path):
+    proc = run_script(
+        SCRIPTS / "check_data.py", "--conll", tmp_path / "train", tmp_path / "dev", tmp_path / "test"
+    )
+    assert proc.returncode == 1
+    assert f"{tmp_path / 'train'} does not exist" in proc.stderr
+    assert "skeleton2conll" in proc.stderr and "LDC2013T19" in proc.stderr
+    assert "existing copy" in proc.stderr
+
+
+def test_check_data_refuses_auto_and_foreign_files_and_notes_test_is_dev(tmp_path):
+    train = _conll_file(tmp_path / "train")
+    (train / "x.v4_auto_conll").write_text((train / "doc.v4_gold_conll").read_text())
+    _conll_file(tmp_path / "dev" / "chinese" / "annotations")
+    _conll_file(tmp_path / "test")
+    proc = run_script(SCRIPTS / "check_data.py", "--conll", train, tmp_path / "dev", tmp_path / "test")
+    assert proc.returncode == 1
+    assert "_auto_conll" in proc.stderr and "Arabic/Chinese" in proc.stderr
+
+    skel = tmp_path / "skel"
+    skel.mkdir()
+    (skel / "a.v4_gold_skel").write_text("")
+    proc = run_script(SCRIPTS / "check_data.py", "--conll", skel, skel, skel)
+    assert proc.returncode == 1 and "skeleton2conll" in proc.stderr
+
+    good = _conll_file(tmp_path / "good")
+    proc = run_script(SCRIPTS / "check_data.py", "--conll", good, good, good)
+    assert proc.returncode == 0, proc.stderr
+    assert "the test folder is the dev folder" in proc.stdout
+
+
+def test_check_data_missing_gap_and_wheel_tool(tmp_path):
+    missing = tmp_path / "gap-test.tsv"
+    proc = run_script(
+        SCRIPTS / "check_data.py", "--gap", "assets/demo/gap/gap-development.tsv",
+        "assets/demo/gap/gap-validation.tsv", missing, "--package-build", "sdist",
+    )
+    assert proc.returncode == 1
+    assert f"GAP test {missing} does not exist" in proc.stderr and "spacy project assets" in proc.stderr
+
+
+def test_json_report_saves_the_last_json_line(tmp_path):
+    out = tmp_path / "sub" / "scores.json"
+    code = "print('a table'); print('{\"f\": 0.5}')"
+    proc = run_script(SCRIPTS / "json_report.py", out, "python", "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert "a table" in proc.stdout
+    assert json.loads(out.read_text()) == {"f": 0.5}
+
+
+@pytest.mark.parametrize(
+    "code,expected",
+    [("import sys; print('{}'); sys.exit(3)", 3), ("print('no json')", 1), ("print('[1, 2]')", 1)],
+)
+def test_json_report_writes_nothing_on_failure(tmp_path, code, expected):
+    out = tmp_path / "scores.json"
+    proc = run_script(SCRIPTS / "json_report.py", out, "python", "-c", code)
+    assert proc.returncode == expected
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_merges_results(tmp_path):
+    (tmp_path / "s2e").mkdir()
+    (tmp_path / "petra").mkdir()
+    (tmp_path / "s2e" / "ontonotes_test.json").write_text(json.dumps({"coref_conll_f": 0.5, "coref_muc_f": 0.25}))
+    (tmp_path / "petra" / "people_count.json").write_text(json.dumps({"alpha": 0.4, "errors": 2, "docs": 4, "mae": 0.5}))
+    out = tmp_path / "report.json"
+    proc = run_script(
+        SCRIPTS / "report.py", out, tmp_path / "report.md", tmp_path / "s2e" / "ontonotes_test.json", tmp_path / "petra" / "people_count.json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["s2e"]["ontonotes_test"]["coref_conll_f"] == 0.5
+    assert report["petra"]["people_count"]["errors"] == 2
+    table = (tmp_path / "report.md").read_text()
+    assert "| CoNLL F1 | MUC F1 |" in table and "| 50.00 | 25.00 |" in table
+
+
+# ----- cheap tests: the demo data ----------------------------------------------------
+
+
+@pytest.mark.parametrize("split,n_docs", [("train", 6), ("dev", 2), ("test", 2)])
+def test_demo_conll_converts_and_round_trips(tmp_path, split, n_docs):
+    import spacy
+
+    from spacy_memcoref.corpora.conll import read_conll_docs, write_conll
+    from spacy_memcoref.scoring.conll_files import score_conll_files
+
+    folder = REPO / "assets" / "demo" / "conll" / split
+    docs = list(read_conll_docs(folder, spacy.blank("en").vocab))
+    assert len(docs) == n_docs
+    for doc in docs:
+        assert 30 <= len(doc) <= 80
+        assert len([k for k in doc.spans if k.startswith("coref_clusters_")]) >= 2
+        if doc.user_data["doc_id"].startswith(f"demo/{split}/conversation"):
+            assert len({s.label_ for s in doc.spans["speakers"]}) == 2  # two speakers take turns
+    key = tmp_path / "key.conll"
+    key.write_text("".join(p.read_text() for p in sorted(folder.glob("*_conll"))))
+    response = tmp_path / "response.conll"
+    write_conll(docs, response)
+    scores, _ = score_conll_files(key, response)
+    assert scores["coref_conll_f"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("split,n_rows", [("development", 16), ("validation", 8), ("test", 8)])
+def test_demo_gap_converts_without_expansions(tmp_path, split, n_rows):
+    from spacy_memcoref.corpora.gap import gap_to_docbin
+
+    stats = gap_to_docbin(REPO / "assets" / "demo" / "gap" / f"gap-{split}.tsv", tmp_path / "gap.spacy")
+    assert stats["docs"] == n_rows
+    assert stats["expansions"] == 0
+    pronouns = [line.split("\t")[2] for line in (REPO / "assets" / "demo" / "gap" / f"gap-{split}.tsv").read_text().splitlines()[1:]]
+    assert {p.lower() for p in pronouns} & {"she", "her"} and {p.lower() for p in pronouns} & {"he", "him", "his"}
+
+
+@pytest.mark.parametrize("name,n_rows", [("assets/demo/people_count.tsv", 8), ("assets/people_count.tsv", 24)])
+def test_people_count_tsvs_read(name, n_rows):
+    from spacy_memcoref import cli
+
+    rows = cli.read_people_tsv(REPO / name)
+    assert len(rows) == n_rows
+    assert all(count >= 1 for *_, count in rows)
+
+
+# ----- slow: ship a pipeline as a user does ------------------------------------------
+
+SHIP_NAME = "memcoref_shiptest"
+
+
+def _venv_env() -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _run(cmd: List[str], cwd: Path, what: str, timings: Dict[str, float], timeout: int = 600) -> str:
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=cwd, env=_venv_env(), capture_output=True, text=True, timeout=timeout)
+    timings[what] = time.time() - start
+    assert proc.returncode == 0, f"{what} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(tmp_path):
+    """Train a tiny pipeline, `spacy package` it as a wheel, install the wheel
+    in a fresh virtual environment (with the local spacy-memcoref, which the
+    wheel requires) and spacy.load it there by name: same clusters."""
+    import spacy
+    import torch
+    from thinc.api import Adam, fix_random_seed
+
+    if str(REPO / "tests") not in sys.path:  # e.g. under --import-mode=importlib
+        sys.path.insert(0, str(REPO / "tests"))
+    from test_s2e import TRAIN, make_examples, s2e_config
+
+    timings: Dict[str, float] = {}
+    start = time.time()
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.003)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer)
+    texts = [text for text, _ in TRAIN]
+    expected = [
+        sorted(sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters_"))
+        for doc in nlp.pipe(texts)
+    ]
+    assert any(expected), "the tiny pipeline predicts no clusters at all"
+    pipeline_dir = tmp_path / "pipeline"
+    nlp.to_disk(pipeline_dir)
+    timings["train tiny pipeline"] = time.time() - start
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], tmp_path, "create venv", timings)
+    python = str(venv / "bin" / "python")
+    torch_version = torch.__version__.split("+")[0]
+    # CPU torch first (as .ci/run): a bare requirement may pull a CUDA build
+    _run([python, "-m", "pip", "install", "-q", f"torch=={torch_version}"], tmp_path, "pip install torch", timings)
+    _run([python, "-m", "pip", "install", "-q", "build", "-e", str(REPO)], tmp_path, "pip install -e repo + build", timings)
+
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    _run(
+        [python, "-m", "spacy", "package", str(pipeline_dir), str(packages), "--name", SHIP_NAME,
+         "--version", "0.0.1", "--build", "wheel"],
+        tmp_path, "spacy package --build wheel", timings,
+    )
+    package_dir = packages / f"en_{SHIP_NAME}-0.0.1"
+    meta = json.loads((package_dir / "meta.json").read_text())
+    assert any(re.match(r"spacy-memcoref\b", req) for req in meta["requirements"]), meta["requirements"]
+    wheels = list((package_dir / "dist").glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    import zipfile
+
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [l for l in wheel.read(metadata).decode().splitlines() if l.startswith("Requires-Dist:")]
+    assert any("spacy-memcoref" in l for l in requires), requires
+
+    _run([python, "-m", "pip", "install", "-q", str(wheels[0])], tmp_path, "pip install wheel", timings)
+    script = (
+        "import json, spacy\n"
+        f"nlp = spacy.load('en_{SHIP_NAME}')\n"
+        f"texts = {texts!r}\n"
+        "out = [sorted(sorted([s.start, s.end] for s in g) for k, g in d.spans.items() if k.startswith('coref_clusters_'))"
+        " for d in nlp.pipe(texts)]\n"
+        "print(json.dumps({'pipe_names': nlp.pipe_names, 'clusters': out, 'file': spacy.util.get_package_path("
+        f"'en_{SHIP_NAME}').as_posix()}}))\n"
+    )
+    stdout = _run([python, "-c", script], tmp_path, "spacy.load by name", timings)
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["pipe_names"] == ["memcoref"]
+    assert str(venv) in result["file"]  # loaded from the fresh venv's site-packages
+    assert result["clusters"] == expected
+    print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()) + f"; total {sum(timings.values()):.0f}")
