@@ -27,28 +27,13 @@ from spacy_memcoref.errors import DataFormatError
 from spacy_memcoref.pipeline.memory_log import LOG_KEYS
 from spacy_memcoref.pipeline.petra_gold import petra_sparse_target
 from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples, tune_gap_threshold
+from tok2vec_config import cnn_tok2vec
 
 DATA = Path(__file__).parent / "data"
 GAP_SAMPLE = DATA / "gap_sample.tsv"
 N_CELLS = 4
 
-CNN_TOK2VEC = {
-    "@architectures": "spacy.Tok2Vec.v2",
-    "embed": {
-        "@architectures": "spacy.MultiHashEmbed.v2",
-        "width": 32,
-        "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
-        "rows": [1000, 200, 200, 200],
-        "include_static_vectors": False,
-    },
-    "encode": {
-        "@architectures": "spacy.MaxoutWindowEncoder.v2",
-        "width": 32,
-        "depth": 1,
-        "window_size": 1,
-        "maxout_pieces": 2,
-    },
-}
+CNN_TOK2VEC = cnn_tok2vec(width=32, depth=1, rows=[1000, 200, 200, 200], maxout_pieces=2)
 
 
 def petra_config(**model_overrides):

@@ -17,24 +17,9 @@ from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead, clusters_from_links
 from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
+from tok2vec_config import cnn_tok2vec
 
-CNN_TOK2VEC = {
-    "@architectures": "spacy.Tok2Vec.v2",
-    "embed": {
-        "@architectures": "spacy.MultiHashEmbed.v2",
-        "width": 64,
-        "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
-        "rows": [2000, 500, 500, 500],
-        "include_static_vectors": False,
-    },
-    "encode": {
-        "@architectures": "spacy.MaxoutWindowEncoder.v2",
-        "width": 64,
-        "depth": 2,
-        "window_size": 1,
-        "maxout_pieces": 3,
-    },
-}
+CNN_TOK2VEC = cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3)
 
 
 def s2e_config(**model_overrides):

@@ -175,7 +175,7 @@ class S2EHead(nn.Module):
 
     # ----- antecedents --------------------------------------------------------
 
-    def _antecedent_window(self, q0: int, q1: int) -> int:
+    def _antecedent_window(self, q0: int) -> int:
         if self.max_antecedents is None:
             return 0
         return max(0, q0 - self.max_antecedents)
@@ -196,7 +196,7 @@ class S2EHead(nn.Module):
 
         RETURNS (Tuple[Tensor, int]): [q1-q0, q1-lo] scores, and lo.
         """
-        lo = self._antecedent_window(q0, q1)
+        lo = self._antecedent_window(q0)
         scores = queries[q0:q1] @ keys[lo:q1].T
         scores = scores + mention_scores[q0:q1, None] + mention_scores[None, lo:q1]
         if speakers is not None:
