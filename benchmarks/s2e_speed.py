@@ -44,7 +44,7 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=1, help="documents per encoder / pipeline call")
     p.add_argument("--threads", type=int, default=None, help="torch threads; None = the machine's cores")
     p.add_argument("--max-antecedents", type=int, default=None, help="model.max_antecedents; None = all")
-    p.add_argument("--hidden-size", type=int, default=None, help="model.hidden_size; None = the component default (1024)")
+    p.add_argument("--hidden-size", type=int, default=None, help="model.hidden_size; None = the component default (512)")
     p.add_argument("--chunk-size", type=int, default=None, help="model.chunk_size; None = the component default (512)")
     p.add_argument("--no-sents", action="store_true", help="drop sentence boundaries (as for raw text in a blank pipeline)")
     p.add_argument("--data", default=None, help=f"LitBank folder; None = {C.LITBANK}")
@@ -109,8 +109,8 @@ def stage_breakdown(head_layer, docs, vectors, bs):
         ("mention_start_score", "- mention start/end scores + B_m"),
         ("mention_end_score", "- mention start/end scores + B_m"),
         ("mention_bilinear", "- mention start/end scores + B_m"),
-        ("antecedent_start", "- antecedent MLPs (all tokens, d->h)"),
-        ("antecedent_end", "- antecedent MLPs (all tokens, d->h)"),
+        ("antecedent_start", "- antecedent MLPs (kept endpoints, d->h)"),
+        ("antecedent_end", "- antecedent MLPs (kept endpoints, d->h)"),
         ("antecedent_s2s", "- 4 antecedent bilinears (K x h x h)"),
         ("antecedent_e2e", "- 4 antecedent bilinears (K x h x h)"),
         ("antecedent_s2e", "- 4 antecedent bilinears (K x h x h)"),
@@ -150,7 +150,7 @@ def stage_breakdown(head_layer, docs, vectors, bs):
         "- mention start/end scores + B_m",
         "top_candidates (topk + sort)",
         "_antecedent_inputs",
-        "- antecedent MLPs (all tokens, d->h)",
+        "- antecedent MLPs (kept endpoints, d->h)",
         "- 4 antecedent bilinears (K x h x h)",
         "_antecedent_chunk (K x K scores, chunked)",
         "clusters_from_links (python union-find)",

@@ -20,7 +20,7 @@ def _check(condition: bool, message: str) -> None:
 def build_s2e(
     tok2vec: Model[List[Doc], List[Floats2d]],
     *,
-    hidden_size: int = 1024,
+    hidden_size: int = 512,
     dropout: float = 0.3,
     max_width: int = 30,
     top_lambda: float = 0.4,

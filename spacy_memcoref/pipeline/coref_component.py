@@ -30,7 +30,7 @@ stride = 96
 DEFAULT_S2E_MODEL = """
 [model]
 @architectures = "spacy_memcoref.S2E.v1"
-hidden_size = 1024
+hidden_size = 512
 dropout = 0.3
 max_width = 30
 top_lambda = 0.4
