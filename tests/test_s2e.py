@@ -342,3 +342,51 @@ def test_distance_bias_by_bucket():
     head.use_distance = False
     plain, _ = head._antecedent_chunk(q, q, torch.zeros(4), None, 0, 4, starts, ends)
     assert float(plain[3, 2]) == 0.0
+
+
+def test_segment_bounds_cover_every_window_of_the_core():
+    from spacy_memcoref.models.encoder import segment_bounds
+
+    # window 128, stride 96: windows start at 0, 96, 192, ...; a core
+    # [192, 384) is touched by the windows at 96..288, i.e. tokens 96..415
+    assert segment_bounds(1000, 128, 96, 192) == [
+        (0, 0, 192, 224),
+        (96, 192, 384, 416),
+        (288, 384, 576, 608),
+        (480, 576, 768, 800),
+        (672, 768, 960, 992),
+        (864, 960, 1000, 1000),
+    ]
+    assert segment_bounds(100, 128, 96, 192) == [(0, 0, 100, 100)]
+    # window = stride: no overlap, no context
+    assert segment_bounds(10, 4, 4, 4) == [(0, 0, 4, 4), (4, 4, 8, 8), (8, 8, 10, 10)]
+
+
+def test_segmented_encoding_equals_one_pass():
+    """The embedded MiniLM on a 700-token document: segments of 192 tokens
+    give the vectors of one pass (the windows each token sees are the same)."""
+    from spacy_memcoref.models.encoder import SEGMENT_ATTR, build_embedded_transformer, encode_for_inference
+
+    nlp = spacy.blank("en")
+    words = [f"w{i % 37}" if i % 11 else "." for i in range(700)]
+    doc = Doc(nlp.vocab, words=["Mary", "met", "John", "."] + words)
+    short = Doc(nlp.vocab, words=["She", "smiled", "."])
+    tok2vec = build_embedded_transformer(segment_tokens=192)
+    tok2vec.initialize([doc])
+    assert tok2vec.attrs[SEGMENT_ATTR] == (128, 96, 192)
+    one_pass = tok2vec.predict([doc, short])
+    segmented = encode_for_inference(tok2vec, [doc, short])
+    assert segmented[0].shape == one_pass[0].shape == (len(doc), 384)
+    numpy.testing.assert_allclose(segmented[0], one_pass[0], atol=2e-4)
+    numpy.testing.assert_allclose(segmented[1], one_pass[1], atol=2e-4)
+    # segmenting does change vectors if the context were cut at the core
+    # boundary: check that the test could fail
+    cut = tok2vec.predict([Doc(nlp.vocab, words=[t.text for t in doc[192:384]])])[0]
+    assert numpy.abs(cut - one_pass[0][192:384]).max() > 1e-2
+
+
+def test_bad_segment_tokens():
+    from spacy_memcoref.models.encoder import build_embedded_transformer
+
+    with pytest.raises(ValueError, match="segment_tokens"):
+        build_embedded_transformer(segment_tokens=-5)

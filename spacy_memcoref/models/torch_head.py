@@ -13,6 +13,8 @@ from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from .encoder import encode_for_inference
+
 CorefInput = Tuple[List[Doc], Optional[List[Any]]]
 CorefOutput = Tuple[float, List[Any]]
 # (doc, token vectors as a torch tensor) -> the head's per-document input
@@ -83,8 +85,11 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
     tok2vec, head = model.layers
     # Encoders choke on empty docs; the head handles them on its own.
     nonempty = [i for i, doc in enumerate(docs) if len(doc)]
-    if nonempty:
+    if nonempty and is_train:
         vectors, backprop_tok2vec = tok2vec([docs[i] for i in nonempty], is_train)
+        width = vectors[0].shape[1]
+    elif nonempty:
+        vectors, backprop_tok2vec = encode_for_inference(tok2vec, [docs[i] for i in nonempty]), None
         width = vectors[0].shape[1]
     else:
         vectors, backprop_tok2vec, width = [], None, 1
