@@ -294,6 +294,9 @@ def test_uninitialized_component_says_so():
         ({"max_antecedents": 0}, "max_antecedents"),
         ({"head_lr_scale": -1.0}, "head_lr_scale"),
         ({"mention_loss_weight": -1.0}, "mention_loss_weight"),
+        ({"encoder_layers": 0}, "encoder_layers"),
+        ({"encoder_layers": 4}, "freeze_encoder"),
+        ({"encoder_layers": 4, "freeze_encoder": True}, "spacy-transformers encoder"),
     ],
 )
 def test_bad_config_values(override, message):
@@ -390,3 +393,23 @@ def test_bad_segment_tokens():
 
     with pytest.raises(ValueError, match="segment_tokens"):
         build_embedded_transformer(segment_tokens=-5)
+
+
+def test_frozen_encoder_trains_the_head_only():
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(freeze_encoder=True))
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    model = nlp.get_pipe("memcoref").model
+    tok2vec = model.layers[0]
+    assert tok2vec.name == "frozen_encoder"
+    encoder_before = [node.get_param(n).copy() for node in tok2vec.walk() for n in node.param_names if node.has_param(n)]
+    head = model.layers[1].shims[0]._model
+    head_before = {k: v.detach().clone() for k, v in head.state_dict().items()}
+    optimizer = Adam(0.003)
+    losses = [nlp.update(examples, sgd=optimizer)["memcoref"] for _ in range(15)]
+    encoder_after = [node.get_param(n) for node in tok2vec.walk() for n in node.param_names if node.has_param(n)]
+    assert encoder_before and all(numpy.array_equal(a, b) for a, b in zip(encoder_before, encoder_after))
+    assert any(not torch.equal(head_before[k], v) for k, v in head.state_dict().items())
+    assert losses[-1] < losses[0]

@@ -33,6 +33,7 @@ from thinc.types import Floats2d
 
 from ..pipeline.memory_log import GAP_PROBS_KEY, set_memory_log
 from ..pipeline.petra_gold import gap_reference_spans, petra_sparse_target
+from .frozen_encoder import find_transformer, frozen_encoder
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01
@@ -128,7 +129,7 @@ def build_petra(
             "encoder_layers > 1 needs freeze_encoder = true (spacy-transformers backpropagates into its last layer only)",
         )
         _check(
-            _find_transformer(tok2vec) is not None,
+            find_transformer(tok2vec) is not None,
             "encoder_layers > 1 needs a spacy-transformers encoder (a TransformerModel inside the tok2vec), "
             f"found {tok2vec.name!r}; use encoder_layers = 1 with other encoders",
         )
@@ -204,90 +205,6 @@ def write_petra_extras(doc: Doc, prediction: Dict[str, Any]) -> None:
         doc.user_data[GAP_PROBS_KEY] = {"A": float(p_a), "B": float(p_b)}
     else:
         doc.user_data.pop(GAP_PROBS_KEY, None)
-
-
-# ----- the frozen encoder ------------------------------------------------------------
-
-
-def _find_transformer(tok2vec: Model) -> Optional[Model]:
-    """The spacy-transformers TransformerModel node inside a tok2vec (found
-    by its name and attrs, so spacy_transformers need not be imported)."""
-    for node in tok2vec.walk():
-        if node.name == "transformer" and "get_spans" in node.attrs and "set_transformer" in node.attrs:
-            return node
-    return None
-
-
-def frozen_encoder(tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1) -> Model[List[Doc], List[Floats2d]]:
-    """Run a tok2vec without training it: prediction mode forward, no
-    gradient back (the returned backprop ignores its input).
-
-    tok2vec (Model[List[Doc], List[Floats2d]]): the encoder; it is still
-        initialized, serialized and loaded with the pipeline.
-    encoder_layers (int): k > 1: the last k hidden layers of its
-        TransformerModel, concatenated and mean-pooled to spaCy tokens.
-    RETURNS (Model[List[Doc], List[Floats2d]]): the frozen encoder.
-    """
-    from thinc.api import reduce_mean
-
-    return Model(
-        "frozen_encoder",
-        _frozen_forward,
-        init=_frozen_init,
-        layers=[tok2vec, reduce_mean()],
-        attrs={"encoder_layers": encoder_layers},
-    )
-
-
-def _frozen_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
-    model.layers[0].initialize(X=X)
-
-
-def _frozen_forward(model: Model, docs: List[Doc], is_train: bool):
-    tok2vec = model.layers[0]
-    k = model.attrs["encoder_layers"]
-    if k == 1:
-        vectors = tok2vec.predict(docs)
-    else:
-        vectors = _last_layers(model, docs, k)
-
-    def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
-        return []
-
-    return vectors, backprop
-
-
-def _last_layers(model: Model, docs: List[Doc], k: int) -> List[Floats2d]:
-    """The last k hidden layers of the TransformerModel in model.layers[0],
-    concatenated, aligned and mean-pooled to spaCy tokens (as
-    spacy-transformers' trfs2arrays pools the last layer)."""
-    from spacy_transformers.align import apply_alignment
-
-    trf = _find_transformer(model.layers[0])
-    if trf is None:
-        raise ValueError("encoder_layers > 1 needs a spacy-transformers encoder")
-    # HF models read this flag at every call; set it here rather than at
-    # init, so a pipeline loaded from disk gets it too.
-    trf.transformer.config.output_hidden_states = True
-    pooling = model.layers[1]
-    ops = model.ops
-    batch = trf.predict(docs)
-    outputs: List[Floats2d] = []
-    for doc, data in zip(docs, batch.doc_data):
-        hidden = data.model_output.get("hidden_states") if "last_hidden_state" in data.model_output else None
-        if hidden is None:
-            if "last_hidden_state" in data.model_output:
-                raise ValueError("the transformer returned no hidden_states")
-            width = k * int(trf.get_dim("nO"))
-            outputs.append(ops.alloc2f(len(doc), width))
-            continue
-        if len(hidden) < k:
-            raise ValueError(f"encoder_layers = {k}, but the transformer has only {len(hidden)} hidden states")
-        layers = [ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[-k:]]
-        src = ops.xp.concatenate(layers, axis=1)
-        dst, _ = apply_alignment(ops, data.align, src)
-        outputs.append(pooling.predict(dst))
-    return outputs
 
 
 # ----- the torch head -------------------------------------------------------------

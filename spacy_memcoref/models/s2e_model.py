@@ -30,6 +30,8 @@ def build_s2e(
     chunk_size: int = 512,
     use_distance: bool = True,
     mention_loss_weight: float = 1.0,
+    freeze_encoder: bool = False,
+    encoder_layers: int = 1,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -49,6 +51,11 @@ def build_s2e(
         bucket (not in the paper; see pytorch_s2e.S2EHead).
     mention_loss_weight (float): auxiliary mention-detection loss weight
         (0 = the paper's antecedent loss alone).
+    freeze_encoder (bool): run the encoder in prediction mode and train the
+        head alone (the paper fine-tunes; a frozen encoder trains several
+        times faster on CPU).
+    encoder_layers (int): with freeze_encoder, concatenate the transformer's
+        last k hidden layers as token features (1: the last layer).
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -62,6 +69,19 @@ def build_s2e(
     _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
     _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
     _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
+    _check(isinstance(freeze_encoder, bool), f"freeze_encoder must be true or false, got {freeze_encoder!r}")
+    _check(
+        isinstance(encoder_layers, int) and encoder_layers >= 1,
+        f"encoder_layers must be a positive integer, got {encoder_layers!r}",
+    )
+    if encoder_layers > 1:
+        from .frozen_encoder import find_transformer
+
+        _check(freeze_encoder, "encoder_layers > 1 needs freeze_encoder = true")
+        _check(
+            find_transformer(tok2vec) is not None,
+            f"encoder_layers > 1 needs a spacy-transformers encoder, found {tok2vec.name!r}",
+        )
 
     from .pytorch_s2e import S2EDocument, S2EHead
     from .torch_head import build_coref_model, sentence_ids, speaker_ids
@@ -85,6 +105,10 @@ def build_s2e(
             speaker_ids=speaker_ids(doc, tokens.device) if use_speakers else None,
         )
 
+    if freeze_encoder:
+        from .frozen_encoder import frozen_encoder
+
+        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers)
     return build_coref_model(
         "s2e", tok2vec, head, make_head_input, lr_scale=head_lr_scale, attrs={"gold_kind": "clusters"}
     )

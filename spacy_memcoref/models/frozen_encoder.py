@@ -1,0 +1,92 @@
+"""A frozen encoder: a tok2vec run in prediction mode, never trained, with
+the option of concatenating its transformer's last k hidden layers. PeTra
+uses it as the paper freezes BERT; s2e can use it to train on CPU cheaply.
+"""
+from typing import List, Optional
+
+from spacy.tokens import Doc
+from thinc.api import Model
+from thinc.types import Floats2d
+
+from .encoder import encode_for_inference
+
+
+def find_transformer(tok2vec: Model) -> Optional[Model]:
+    """The spacy-transformers TransformerModel node inside a tok2vec (found
+    by its name and attrs, so spacy_transformers need not be imported)."""
+    for node in tok2vec.walk():
+        if node.name == "transformer" and "get_spans" in node.attrs and "set_transformer" in node.attrs:
+            return node
+    return None
+
+
+def frozen_encoder(tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1) -> Model[List[Doc], List[Floats2d]]:
+    """Run a tok2vec without training it: prediction mode forward, no
+    gradient back (the returned backprop ignores its input).
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): the encoder; it is still
+        initialized, serialized and loaded with the pipeline.
+    encoder_layers (int): k > 1: the last k hidden layers of its
+        TransformerModel, concatenated and mean-pooled to spaCy tokens.
+    RETURNS (Model[List[Doc], List[Floats2d]]): the frozen encoder.
+    """
+    from thinc.api import reduce_mean
+
+    return Model(
+        "frozen_encoder",
+        _frozen_forward,
+        init=_frozen_init,
+        layers=[tok2vec, reduce_mean()],
+        attrs={"encoder_layers": encoder_layers},
+    )
+
+
+def _frozen_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
+    model.layers[0].initialize(X=X)
+
+
+def _frozen_forward(model: Model, docs: List[Doc], is_train: bool):
+    tok2vec = model.layers[0]
+    k = model.attrs["encoder_layers"]
+    if k == 1:
+        vectors = encode_for_inference(tok2vec, docs)
+    else:
+        vectors = _last_layers(model, docs, k)
+
+    def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
+        return []
+
+    return vectors, backprop
+
+
+def _last_layers(model: Model, docs: List[Doc], k: int) -> List[Floats2d]:
+    """The last k hidden layers of the TransformerModel in model.layers[0],
+    concatenated, aligned and mean-pooled to spaCy tokens (as
+    spacy-transformers' trfs2arrays pools the last layer)."""
+    from spacy_transformers.align import apply_alignment
+
+    trf = find_transformer(model.layers[0])
+    if trf is None:
+        raise ValueError("encoder_layers > 1 needs a spacy-transformers encoder")
+    # HF models read this flag at every call; set it here rather than at
+    # init, so a pipeline loaded from disk gets it too.
+    trf.transformer.config.output_hidden_states = True
+    pooling = model.layers[1]
+    ops = model.ops
+    batch = trf.predict(docs)
+    outputs: List[Floats2d] = []
+    for doc, data in zip(docs, batch.doc_data):
+        hidden = data.model_output.get("hidden_states") if "last_hidden_state" in data.model_output else None
+        if hidden is None:
+            if "last_hidden_state" in data.model_output:
+                raise ValueError("the transformer returned no hidden_states")
+            width = k * int(trf.get_dim("nO"))
+            outputs.append(ops.alloc2f(len(doc), width))
+            continue
+        if len(hidden) < k:
+            raise ValueError(f"encoder_layers = {k}, but the transformer has only {len(hidden)} hidden states")
+        layers = [ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[-k:]]
+        src = ops.xp.concatenate(layers, axis=1)
+        dst, _ = apply_alignment(ops, data.align, src)
+        outputs.append(pooling.predict(dst))
+    return outputs
