@@ -5,8 +5,9 @@ Every measurement runs in a FRESH subprocess, which loads the pipeline
 it up on a short document, records its baseline RSS and then runs ONE call:
 
   full   nlp(doc): encoder + s2e head            (table 1)
-  split  the encoder (tok2vec.predict) and then the head layer alone on its
-         output, each with its own baseline       (table 2: the head's own
+  split  the encoder (as the pipeline runs it: encode_for_inference, which
+         takes long documents a segment at a time) and then the head layer
+         alone on its output, each with its own baseline       (table 2: the head's own
          growth, which the encoder's memory would otherwise hide)
 
 Peak RSS is the kernel's high-water mark read in the child after the call
@@ -112,7 +113,9 @@ def child(args) -> None:
             nlp(doc)
             result["seconds_2nd"] = time.perf_counter() - t0
     else:
-        vectors, enc_s, enc_before, enc_peak, reset = _measure(lambda: tok2vec.predict([doc]))
+        from spacy_memcoref.models.encoder import encode_for_inference
+
+        vectors, enc_s, enc_before, enc_peak, reset = _measure(lambda: encode_for_inference(tok2vec, [doc]))
         _, head_s, head_before, head_peak, _ = _measure(lambda: head_layer.predict(([doc], vectors, None)))
         result.update(
             enc_seconds=enc_s,
