@@ -413,3 +413,21 @@ def test_frozen_encoder_trains_the_head_only():
     assert encoder_before and all(numpy.array_equal(a, b) for a, b in zip(encoder_before, encoder_after))
     assert any(not torch.equal(head_before[k], v) for k, v in head.state_dict().items())
     assert losses[-1] < losses[0]
+
+
+def test_segmented_last_layers_equal_one_pass():
+    """PeTra's frozen encoder (last 4 layers concatenated) segments long
+    documents the same way, with the same vectors as one pass."""
+    from spacy_memcoref.models.encoder import SEGMENT_ATTR, build_embedded_transformer
+    from spacy_memcoref.models.frozen_encoder import frozen_encoder
+
+    nlp = spacy.blank("en")
+    words = [f"v{i % 29}" if i % 13 else "." for i in range(500)]
+    doc = Doc(nlp.vocab, words=words)
+    frozen = frozen_encoder(build_embedded_transformer(segment_tokens=192), encoder_layers=4)
+    frozen.initialize([doc])
+    segmented = frozen.predict([doc])[0]
+    frozen.layers[0].attrs[SEGMENT_ATTR] = None  # one pass
+    one_pass = frozen.predict([doc])[0]
+    assert segmented.shape == one_pass.shape == (len(doc), 4 * 384)
+    numpy.testing.assert_allclose(segmented, one_pass, atol=2e-4)

@@ -96,19 +96,29 @@ def segment_bounds(n_tokens: int, window: int, stride: int, core: int) -> List[T
     return bounds
 
 
-def encode_for_inference(tok2vec: Model[List[Doc], List[Floats2d]], docs: List[Doc]) -> List[Floats2d]:
+def encode_for_inference(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    docs: List[Doc],
+    predict: Optional[Callable[[List[Doc]], List[Floats2d]]] = None,
+) -> List[Floats2d]:
     """tok2vec.predict, with long documents encoded segment by segment when
     the encoder allows it (`SEGMENT_ATTR`): a 100k-token book would otherwise
-    put all of its ~1,000 windows through the transformer as one batch."""
+    put all of its ~1,000 windows through the transformer as one batch.
+
+    predict (Optional[Callable]): what to run on the documents and segments
+        in place of tok2vec.predict (e.g. the last k layers of the same
+        transformer); it must see a token's windows only, as tok2vec does.
+    """
+    predict = predict or tok2vec.predict
     plan = tok2vec.attrs.get(SEGMENT_ATTR)
     if not plan:
-        return tok2vec.predict(docs)
+        return predict(docs)
     window, stride, core = plan
     xp = tok2vec.ops.xp
     outputs: List[Optional[Floats2d]] = [None] * len(docs)
     short = [i for i, doc in enumerate(docs) if len(segment_bounds(len(doc), window, stride, core)) <= 1]
     if short:
-        for i, vectors in zip(short, tok2vec.predict([docs[i] for i in short])):
+        for i, vectors in zip(short, predict([docs[i] for i in short])):
             outputs[i] = vectors
     for i, doc in enumerate(docs):
         if outputs[i] is not None:
@@ -117,6 +127,6 @@ def encode_for_inference(tok2vec: Model[List[Doc], List[Floats2d]], docs: List[D
         for lo, a, b, hi in segment_bounds(len(doc), window, stride, core):
             words = doc[lo:hi]
             segment = Doc(doc.vocab, words=[t.text for t in words], spaces=[bool(t.whitespace_) for t in words])
-            pieces.append(tok2vec.predict([segment])[0][a - lo : b - lo])
+            pieces.append(predict([segment])[0][a - lo : b - lo])
         outputs[i] = xp.concatenate(pieces, axis=0)
     return outputs

@@ -51,7 +51,7 @@ def _frozen_forward(model: Model, docs: List[Doc], is_train: bool):
     if k == 1:
         vectors = encode_for_inference(tok2vec, docs)
     else:
-        vectors = _last_layers(model, docs, k)
+        vectors = encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k))
 
     def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
         return []
