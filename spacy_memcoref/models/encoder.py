@@ -116,12 +116,13 @@ def encode_for_inference(
     window, stride, core = plan
     xp = tok2vec.ops.xp
     outputs: List[Optional[Floats2d]] = [None] * len(docs)
-    short = [i for i, doc in enumerate(docs) if len(segment_bounds(len(doc), window, stride, core)) <= 1]
+    # a document of one segment goes through in one batch with the others
+    short = [i for i, doc in enumerate(docs) if len(doc) <= core]
     if short:
         for i, vectors in zip(short, predict([docs[i] for i in short])):
             outputs[i] = vectors
     for i, doc in enumerate(docs):
-        if outputs[i] is not None:
+        if len(doc) <= core:
             continue
         pieces = []
         for lo, a, b, hi in segment_bounds(len(doc), window, stride, core):

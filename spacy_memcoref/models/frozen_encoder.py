@@ -20,6 +20,23 @@ def find_transformer(tok2vec: Model) -> Optional[Model]:
     return None
 
 
+def frozen_options_error(tok2vec: Model, freeze_encoder: bool, encoder_layers: int) -> Optional[str]:
+    """What is wrong with a builder's freeze_encoder / encoder_layers
+    values (None: nothing); the s2e and PeTra builders both ask."""
+    if not isinstance(freeze_encoder, bool):
+        return f"freeze_encoder must be true or false, got {freeze_encoder!r}"
+    if isinstance(encoder_layers, bool) or not isinstance(encoder_layers, int) or encoder_layers < 1:
+        return f"encoder_layers must be a positive integer, got {encoder_layers!r}"
+    if encoder_layers > 1 and not freeze_encoder:
+        return "encoder_layers > 1 needs freeze_encoder = true (spacy-transformers backpropagates into its last layer only)"
+    if encoder_layers > 1 and find_transformer(tok2vec) is None:
+        return (
+            "encoder_layers > 1 needs a spacy-transformers encoder (a TransformerModel inside the tok2vec), "
+            f"found {tok2vec.name!r}; use encoder_layers = 1 with other encoders"
+        )
+    return None
+
+
 def frozen_encoder(tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1) -> Model[List[Doc], List[Floats2d]]:
     """Run a tok2vec without training it: prediction mode forward, no
     gradient back (the returned backprop ignores its input).

@@ -33,7 +33,7 @@ from thinc.types import Floats2d
 
 from ..pipeline.memory_log import GAP_PROBS_KEY, set_memory_log
 from ..pipeline.petra_gold import gap_reference_spans, petra_sparse_target
-from .frozen_encoder import find_transformer, frozen_encoder
+from .frozen_encoder import frozen_encoder, frozen_options_error
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01
@@ -121,18 +121,8 @@ def build_petra(
         f"entity_threshold must be in (0, 1], got {entity_threshold!r}",
     )
     _check(_is_int(min_mentions) and min_mentions >= 1, f"min_mentions must be a positive integer, got {min_mentions!r}")
-    _check(isinstance(freeze_encoder, bool), f"freeze_encoder must be true or false, got {freeze_encoder!r}")
-    _check(_is_int(encoder_layers) and encoder_layers >= 1, f"encoder_layers must be a positive integer, got {encoder_layers!r}")
-    if encoder_layers > 1:
-        _check(
-            freeze_encoder,
-            "encoder_layers > 1 needs freeze_encoder = true (spacy-transformers backpropagates into its last layer only)",
-        )
-        _check(
-            find_transformer(tok2vec) is not None,
-            "encoder_layers > 1 needs a spacy-transformers encoder (a TransformerModel inside the tok2vec), "
-            f"found {tok2vec.name!r}; use encoder_layers = 1 with other encoders",
-        )
+    frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
+    _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_petra import SparseGold
     from .torch_head import build_coref_model

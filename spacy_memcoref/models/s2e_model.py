@@ -10,6 +10,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from .frozen_encoder import frozen_encoder, frozen_options_error
+
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
@@ -69,19 +71,8 @@ def build_s2e(
     _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
     _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
     _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
-    _check(isinstance(freeze_encoder, bool), f"freeze_encoder must be true or false, got {freeze_encoder!r}")
-    _check(
-        isinstance(encoder_layers, int) and encoder_layers >= 1,
-        f"encoder_layers must be a positive integer, got {encoder_layers!r}",
-    )
-    if encoder_layers > 1:
-        from .frozen_encoder import find_transformer
-
-        _check(freeze_encoder, "encoder_layers > 1 needs freeze_encoder = true")
-        _check(
-            find_transformer(tok2vec) is not None,
-            f"encoder_layers > 1 needs a spacy-transformers encoder, found {tok2vec.name!r}",
-        )
+    frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
+    _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_s2e import S2EDocument, S2EHead
     from .torch_head import build_coref_model, sentence_ids, speaker_ids
@@ -106,8 +97,6 @@ def build_s2e(
         )
 
     if freeze_encoder:
-        from .frozen_encoder import frozen_encoder
-
         tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers)
     return build_coref_model(
         "s2e", tok2vec, head, make_head_input, lr_scale=head_lr_scale, attrs={"gold_kind": "clusters"}

@@ -85,11 +85,12 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
     tok2vec, head = model.layers
     # Encoders choke on empty docs; the head handles them on its own.
     nonempty = [i for i, doc in enumerate(docs) if len(doc)]
-    if nonempty and is_train:
-        vectors, backprop_tok2vec = tok2vec([docs[i] for i in nonempty], is_train)
-        width = vectors[0].shape[1]
-    elif nonempty:
-        vectors, backprop_tok2vec = encode_for_inference(tok2vec, [docs[i] for i in nonempty]), None
+    if nonempty:
+        batch = [docs[i] for i in nonempty]
+        if is_train:
+            vectors, backprop_tok2vec = tok2vec(batch, is_train)
+        else:
+            vectors, backprop_tok2vec = encode_for_inference(tok2vec, batch), None
         width = vectors[0].shape[1]
     else:
         vectors, backprop_tok2vec, width = [], None, 1
