@@ -42,6 +42,8 @@ def build_embedded_transformer(
     window: int = 128,
     stride: int = 96,
     segment_tokens: int = 4800,
+    trainable_layers: Optional[int] = None,
+    frozen_cache_mb: int = 2048,
 ) -> Model[List[Doc], List[Floats2d]]:
     """A transformer tok2vec owned by the component (not a listener): word
     pieces mean-pooled to spaCy tokens, strided windows so long documents are
@@ -55,6 +57,12 @@ def build_embedded_transformer(
         transformer this many tokens at a time (rounded to whole strides),
         each segment with the windows around it, so memory stays bounded on
         books; the vectors equal those of one pass. 0 = always one pass.
+    trainable_layers (Optional[int]): fine-tune only the transformer's top k
+        layers; the embeddings and the layers below run without gradients
+        or dropout (None: fine-tune all).
+    frozen_cache_mb (int): with trainable_layers, keep the frozen layers'
+        output a window while training, up to this many megabytes, so later
+        epochs run the top layers only (0: recompute every step).
     RETURNS (Model[List[Doc], List[Floats2d]]): one row a token.
     """
     from spacy_transformers.architectures import transformer_tok2vec_v3
@@ -71,6 +79,14 @@ def build_embedded_transformer(
         tokenizer_config={"use_fast": True},
         pooling=reduce_mean(),
     )
+    if trainable_layers is not None:
+        if isinstance(trainable_layers, bool) or not isinstance(trainable_layers, int) or trainable_layers < 1:
+            raise ValueError(f"trainable_layers must be a positive integer or null, got {trainable_layers!r}")
+        if isinstance(frozen_cache_mb, bool) or not isinstance(frozen_cache_mb, int) or frozen_cache_mb < 0:
+            raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {frozen_cache_mb!r}")
+        from .partial_freeze import partially_frozen
+
+        model = partially_frozen(model, trainable_layers=trainable_layers, cache_mb=frozen_cache_mb)
     if segment_tokens:
         model.attrs[SEGMENT_ATTR] = (window, stride, max(1, round(segment_tokens / stride)) * stride)
     return model
