@@ -10,7 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 from spacy.tokens import Doc
-from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
 from .encoder import encode_for_inference
@@ -71,24 +71,31 @@ def build_coref_model(
         shims=[ScaledLRPyTorchShim(head, lr_scale=lr_scale)],
         attrs={"make_head_input": make_head_input},
     )
+    # [training] dropout reaches this layer through set_dropout_rate: it
+    # drops token vectors between the encoder and the head while training.
     return Model(
         name,
         _forward,
         init=_init,
-        layers=[tok2vec, head_layer],
+        layers=[tok2vec, head_layer, Dropout(0.0)],
         attrs=dict(attrs or {}),
     )
 
 
 def _forward(model: Model, inputs: CorefInput, is_train: bool):
     docs, golds = inputs
-    tok2vec, head = model.layers
+    tok2vec, head, dropout = model.layers
     # Encoders choke on empty docs; the head handles them on its own.
     nonempty = [i for i, doc in enumerate(docs) if len(doc)]
     if nonempty:
         batch = [docs[i] for i in nonempty]
         if is_train:
-            vectors, backprop_tok2vec = tok2vec(batch, is_train)
+            vectors, backprop_encoder = tok2vec(batch, is_train)
+            vectors, backprop_dropout = dropout(vectors, is_train)
+
+            def backprop_tok2vec(d_vectors):
+                return backprop_encoder(backprop_dropout(d_vectors))
+
         else:
             vectors, backprop_tok2vec = encode_for_inference(tok2vec, batch), None
         width = vectors[0].shape[1]

@@ -14,7 +14,7 @@ from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .gold import aligned_gold_clusters, cluster_groups, copy_speakers
 from .memory_log import GAP_PROBS_KEY  # also registers doc._.memory_log, token._.memory_usage
@@ -230,6 +230,7 @@ class CorefComponent(TrainablePipe):
         if not examples:
             return losses
         docs = [eg.predicted for eg in examples]
+        set_dropout_rate(self.model, drop)
         (loss, _), backprop = self.model.begin_update((docs, self._golds(examples)))
         backprop(1.0)
         if sgd is not None:
