@@ -61,6 +61,8 @@ def build_embedded_transformer(
     from spacy_transformers.span_getters import configure_strided_spans
     from thinc.api import reduce_mean
 
+    from .weights_only_hf_shim import use_weights_only_shims
+
     if stride <= 0 or window <= 0 or stride > window:
         raise ValueError(f"need 0 < stride <= window, got window={window}, stride={stride}")
     if not isinstance(segment_tokens, int) or segment_tokens < 0:
@@ -71,6 +73,8 @@ def build_embedded_transformer(
         tokenizer_config={"use_fast": True},
         pooling=reduce_mean(),
     )
+    # load the transformer's weights as tensors only, checksum checked
+    use_weights_only_shims(model)
     if segment_tokens:
         model.attrs[SEGMENT_ATTR] = (window, stride, max(1, round(segment_tokens / stride)) * stride)
     return model
