@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 import typer
 
-from .errors import DataFormatError
+from .errors import DataFormatError, quote, shorten
 
 app = typer.Typer(
     name="memcoref",
@@ -27,8 +27,30 @@ app.add_typer(score_app, name="score")
 
 
 def _fail(err: Exception) -> "typer.Exit":
-    typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+    """Print one line (a message from deep inside a library may span several,
+    or quote megabytes of input) and give the exit to raise."""
+    message = " ".join(str(err).split()) or type(err).__name__
+    typer.secho(f"error: {shorten(message, 1000)}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=1)
+
+
+def _check_count(option: str, value: int) -> None:
+    """Refuse a count option below 1 (a batch size of 0 would silently give no Docs)."""
+    if value < 1:
+        raise _fail(ValueError(f"{option} must be >= 1, got {value}"))
+
+
+def _pipe_all(nlp, items: list, batch_size: int):
+    """Yield nlp.pipe(items) and check it gave one Doc an input: results are
+    paired with inputs by position, so a short result must not pass."""
+    n_out = 0
+    for doc in nlp.pipe(items, batch_size=batch_size):
+        n_out += 1
+        if n_out > len(items):
+            break
+        yield doc
+    if n_out != len(items):
+        raise ValueError(f"the pipeline returned {n_out} Docs for {len(items)} inputs")
 
 
 def _print_scores(title: str, scores: Dict[str, float], rows) -> None:
@@ -155,18 +177,17 @@ def predict(
     result for `export` and `score`."""
     import time
 
-    import spacy
     from spacy.tokens import DocBin
 
     from .pipeline.gold import cluster_groups
-    from .util import atomic_output
+    from .util import atomic_output, refuse_overwriting_input
 
-    if gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
+    _check_count("--batch-size", batch_size)
     try:
-        nlp = spacy.load(model)
-        docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
-    except (OSError, ValueError) as err:
+        refuse_overwriting_input([input_path], output_path)
+        nlp = load_pipeline(model, gpu_id)
+        docs = _read_docs(input_path, nlp.vocab)
+    except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     for doc in docs:
         for key in cluster_groups(doc, prefix):
@@ -174,14 +195,17 @@ def predict(
     out = DocBin(store_user_data=True)
     start = time.time()
     n_tokens = 0
-    for i, doc in enumerate(nlp.pipe(docs, batch_size=batch_size), start=1):
-        out.add(doc)
-        n_tokens += len(doc)
-        if i % 50 == 0 or i == len(docs):
-            rate = n_tokens / max(time.time() - start, 1e-9)
-            typer.echo(f"  {i}/{len(docs)} docs, {n_tokens} tokens, {rate:.0f} tokens/s", err=True)
-    with atomic_output(output_path) as tmp:
-        out.to_disk(tmp)
+    try:
+        for i, doc in enumerate(_pipe_all(nlp, docs, batch_size), start=1):
+            out.add(doc)
+            n_tokens += len(doc)
+            if i % 50 == 0 or i == len(docs):
+                rate = n_tokens / max(time.time() - start, 1e-9)
+                typer.echo(f"  {i}/{len(docs)} docs, {n_tokens} tokens, {rate:.0f} tokens/s", err=True)
+        with atomic_output(output_path) as tmp:
+            out.to_disk(tmp)
+    except (OSError, ValueError) as err:
+        raise _fail(err)
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
 
 
@@ -192,12 +216,50 @@ ALPHA_GRID = tuple(round(i / 100, 2) for i in range(1, 101))
 PEOPLE_ALPHA_KEY = "people_alpha"
 
 
-def _load_pipeline(model: str, gpu_id: int):
+def _file_being_read(err: BaseException) -> Optional[Path]:
+    """The file spaCy was reading when `err` was raised: spaCy's loaders all go
+    through spacy.util.from_disk(path, readers), one reader a file or folder,
+    so the innermost such call in the traceback names the file."""
+    import spacy.util
+
+    found = None
+    tb = err.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is spacy.util.from_disk.__code__:
+            path, key = frame.f_locals.get("path"), frame.f_locals.get("key")
+            if path is not None and isinstance(key, str):
+                found = Path(path) / key
+        tb = tb.tb_next
+    return found
+
+
+def load_pipeline(model: str, gpu_id: int = -1):
+    """spacy.load(model) on the GPU `gpu_id` (-1: CPU), with errors a user can act on.
+
+    model (str): a package name or a directory.
+    gpu_id (int): the GPU, or -1.
+    RETURNS (Language): the pipeline.
+    RAISES ValueError: the GPU cannot be used, or a file of the pipeline cannot
+        be loaded (a truncated or corrupt file, weights that are not plain
+        tensors); the message names the file.
+    RAISES OSError: no such pipeline.
+    """
     import spacy
 
     if gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
-    return spacy.load(model)
+        try:
+            spacy.require_gpu(gpu_id)
+        except ValueError as err:
+            raise ValueError(f"--gpu-id {gpu_id}: {err}") from None
+    try:
+        return spacy.load(model)
+    except Exception as err:
+        if isinstance(err, OSError) and not Path(model).exists():
+            raise  # spaCy's own "can't find model" message says it well
+        where = _file_being_read(err) or Path(model)
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise ValueError(f"{where}: cannot load the pipeline {model}: {shorten(reason)}") from err
 
 
 def _read_docs(path: Path, vocab) -> list:
@@ -236,7 +298,7 @@ def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
     for doc in docs:
         for key in cluster_groups(doc, prefix):
             del doc.spans[key]
-    return list(nlp.pipe(docs, batch_size=batch_size))
+    return list(_pipe_all(nlp, docs, batch_size))
 
 
 def _save_pipeline(nlp, output: Path, component: str, updates: Dict[str, float]) -> None:
@@ -283,9 +345,10 @@ def tune_gap_threshold_cmd(
     from .scoring.gap_spacy_scorer import gap_gold, tune_gap_threshold
     from .pipeline.petra_gold import has_gap_annotation
 
+    _check_count("--batch-size", batch_size)
     try:
         out_path = _output_path(model, output)
-        nlp = _load_pipeline(model, gpu_id)
+        nlp = load_pipeline(model, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
         docs = _read_docs(input_path, nlp.vocab)
         gold, probs = {}, {}
@@ -294,7 +357,7 @@ def tune_gap_threshold_cmd(
                 raise DataFormatError(input_path, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
             ex_id, gender, gold_a, gold_b = gap_gold(doc)
             if ex_id in gold:
-                raise DataFormatError(input_path, None, f"doc {i} (0-based): duplicate GAP ID {ex_id!r}")
+                raise DataFormatError(input_path, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
             p = doc.user_data.get("gap_probs")
             if not isinstance(p, dict):
                 raise ValueError(f"component {name!r} wrote no link probabilities (doc.user_data['gap_probs'])")
@@ -347,9 +410,9 @@ def read_people_tsv(path: Path) -> list:
         if not ex_id:
             raise DataFormatError(path, line, "column ID is empty")
         if ex_id in seen:
-            raise DataFormatError(path, line, f"duplicate ID {ex_id!r} (first on line {seen[ex_id]})")
+            raise DataFormatError(path, line, f"duplicate ID {quote(ex_id)} (first on line {seen[ex_id]})")
         if not count.isdigit():
-            raise DataFormatError(path, line, f"column count must be a non-negative integer, found {count!r}")
+            raise DataFormatError(path, line, f"column count must be a non-negative integer, found {quote(count)}")
         seen[ex_id] = line
         rows.append((line, ex_id, doc_text, int(count)))
     if not header:
@@ -399,6 +462,7 @@ def count_people_cmd(
     (token, cell) with overwrite probability o_t^i >= alpha. Prints a table,
     the number of documents whose predicted count differs from the gold
     count, and (last line) one JSON object."""
+    _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
         raise _fail(ValueError(f"--alpha must be in [0, 1], got {alpha}"))
     if dev_fraction is not None and not 0.0 < dev_fraction < 1.0:
@@ -413,14 +477,14 @@ def count_people_cmd(
                 raise DataFormatError(input_path, None, "--dev-fraction needs at least 2 rows")
             n_dev = max(1, min(len(rows) - 1, int(round(dev_fraction * len(rows)))))
             dev_rows, rows = rows[:n_dev], rows[n_dev:]
-        nlp = _load_pipeline(model, gpu_id)
+        nlp = load_pipeline(model, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
 
     def overwrite_logs(selected):
         logs = []
-        for doc in nlp.pipe([text for _, _, text, _ in selected], batch_size=batch_size):
+        for doc in _pipe_all(nlp, [text for _, _, text, _ in selected], batch_size):
             log = doc._.memory_log
             if log is None:
                 raise ValueError(f"component {name!r} wrote no doc._.memory_log")
@@ -475,10 +539,10 @@ def visualize_cmd(
     clusters with displaCy's span renderer."""
     from .visualize import visualize_docs
 
-    if limit < 1 or wrap < 1:
-        raise _fail(ValueError("--limit and --wrap must be positive"))
+    _check_count("--limit", limit)
+    _check_count("--wrap", wrap)
     try:
-        nlp = _load_pipeline(model, gpu_id)
+        nlp = load_pipeline(model, gpu_id)
         docs = _read_docs(input_path, nlp.vocab)[:limit]
         annotated = _annotate(nlp, docs, limit, prefix)
         written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)

@@ -1,6 +1,44 @@
 """Errors raised on bad input data, naming the file, line and reason."""
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
+
+# Longest quoted input in a message, and longest reason: a 10 MB bad field
+# must not be echoed whole to the terminal.
+QUOTE_LIMIT = 60
+REASON_LIMIT = 600
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """repr() of a piece of input for an error message, cut to a readable length.
+
+    value (Any): the offending input (usually a str).
+    limit (int): the longest repr kept whole.
+    RETURNS (str): e.g. `'(12'`, or `'xxxx...xx' (10000000 characters)` when long.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    head = max(limit * 2 // 3, 1)
+    tail = max(limit - head - 3, 1)
+    size = f" ({len(value) if isinstance(value, (str, bytes)) else len(text)} characters)"
+    return f"{text[:head]}...{text[-tail:]}{size}"
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text` as it is when short, else cut like `quote` (without the quotes)."""
+    if len(text) <= limit:
+        return text
+    head = max(limit * 2 // 3, 1)
+    return f"{text[:head]}...{text[-max(limit - head - 3, 1):]} ({len(text)} characters)"
+
+
+def shorten(message: str, limit: int = REASON_LIMIT) -> str:
+    """A message cut in the middle when it is longer than `limit` characters."""
+    if len(message) <= limit:
+        return message
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{message[:head]} ...[{len(message) - head - tail} characters cut]... {message[-tail:]}"
 
 
 class DataFormatError(ValueError):
@@ -9,12 +47,13 @@ class DataFormatError(ValueError):
     path (Union[str, Path]): the file that holds the problem.
     line (Optional[int]): 1-based line number, or None when the problem is not
         tied to one line (an empty file, an unreadable path).
-    reason (str): what is wrong, in words a user can act on.
+    reason (str): what is wrong, in words a user can act on (cut to
+        REASON_LIMIT characters; quote input with `quote`).
     """
 
     def __init__(self, path: Union[str, Path], line: Optional[int], reason: str) -> None:
         self.path = str(path)
         self.line = line
-        self.reason = reason
+        self.reason = shorten(reason)
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {reason}")
+        super().__init__(f"{where}: {self.reason}")

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..errors import DataFormatError
-from ..util import atomic_output
+from ..errors import DataFormatError, clip, quote
+from ..util import atomic_output, refuse_overwriting_input
 
 Mention = Tuple[int, int]  # (start, end), end INCLUSIVE, document-level token indices
 Clusters = List[List[Mention]]
@@ -135,10 +135,12 @@ def _read_text(path: Path) -> str:
     except OSError as err:
         raise DataFormatError(path, None, f"cannot read the file: {err.strerror or err}") from err
     try:
-        return data.decode("utf8")
+        text = data.decode("utf8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise DataFormatError(path, line, f"not valid UTF-8 ({err.reason} at byte {err.start})") from err
+    # a byte-order mark (some editors write one) is not part of the first line
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
@@ -201,14 +203,14 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                         raise DataFormatError(
                             path,
                             stack[-1][1],
-                            f"a mention of cluster {cid} opened here is never closed "
-                            f"(document '{name}' ends at line {lineno})",
+                            f"a mention of cluster {clip(cid)} opened here is never closed "
+                            f"(document {quote(name)} ends at line {lineno})",
                         )
                 doc_id, part = split_doc_name(name)
                 key = (doc_id, part)
                 if key in seen:
                     raise DataFormatError(
-                        path, begin_line, f"document '{name}' appears twice (first at line {seen[key]})"
+                        path, begin_line, f"document {quote(name)} appears twice (first at line {seen[key]})"
                     )
                 seen[key] = begin_line
                 clusters = _ordered_clusters(found.values())
@@ -221,11 +223,11 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 continue
             if _BEGIN_RE.match(line):
                 raise DataFormatError(
-                    path, lineno, f"'#begin document' inside document '{name}' (opened at line {begin_line}, "
+                    path, lineno, f"'#begin document' inside document {quote(name)} (opened at line {begin_line}, "
                     "never ended with '#end document')"
                 )
             raise DataFormatError(
-                path, lineno, f"a '#' comment line inside document '{name}' (the reference scorer "
+                path, lineno, f"a '#' comment line inside document {quote(name)} (the reference scorer "
                 "would count it as a token)"
             )
         if "\t" in line:
@@ -260,7 +262,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 cell_cache[cell] = parsed
             if parsed is None:
                 raise DataFormatError(
-                    path, lineno, f"bad coreference cell {cell!r}: expected '-' or items like '(12', '12)', "
+                    path, lineno, f"bad coreference cell {quote(cell)}: expected '-' or items like '(12', '12)', "
                     "'(12)' joined by '|', with integer cluster ids"
                 )
         if parsed is not _EMPTY_CELL:
@@ -279,7 +281,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 stack = stacks.get(cid)
                 if not stack:
                     raise DataFormatError(
-                        path, lineno, f"closing bracket '{cid})' with no open mention of cluster {cid}"
+                        path, lineno, f"closing bracket '{clip(cid)})' with no open mention of cluster {clip(cid)}"
                     )
                 found[cid].append((stack.pop()[0], tok))
         if full:
@@ -297,7 +299,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
         tok += 1
     if in_doc:
         raise DataFormatError(
-            path, begin_line, f"document '{name}' begins here but never ends ('#end document' missing "
+            path, begin_line, f"document {quote(name)} begins here but never ends ('#end document' missing "
             f"before the end of the file at line {lineno})"
         )
     if n_docs == 0:
@@ -443,6 +445,7 @@ def conll_to_docbin(input_path: Path, output_path: Path, *, lang: str = "en") ->
 
     t0 = time.perf_counter()
     files = find_conll_files(Path(input_path))
+    refuse_overwriting_input(files, output_path)
     docbin = DocBin(store_user_data=True)
     stats = ConllStats(files=len(files))
     seen: Dict[Tuple[str, str], Path] = {}
@@ -466,7 +469,7 @@ def _make_vocab(lang: str, path: Path):
     try:
         lang_class = get_lang_class(lang)
     except ImportError as err:
-        raise DataFormatError(path, None, f"unknown language code {lang!r} (--lang): {err}") from err
+        raise DataFormatError(path, None, f"unknown language code {quote(lang)} (--lang): {err}") from err
     return create_vocab(lang, lang_class.Defaults)
 
 
@@ -480,7 +483,7 @@ def _add_docs(files: List[Path], lang: str, docbin, stats: "ConllStats", seen: D
             if key in seen:
                 raise DataFormatError(
                     file, raw.begin_line,
-                    f"document '{doc_name(*key)}' is also in {seen[key]}; one document must not appear twice",
+                    f"document {quote(doc_name(*key))} is also in {seen[key]}; one document must not appear twice",
                 )
             seen[key] = file
             docbin.add(_raw_to_doc(raw, vocab))
@@ -591,7 +594,7 @@ def _doc_lines(doc, index: int, prefix: str) -> List[str]:
         read = sorted(sorted(set(m)) for m in _scorer_reading(cells))
         if expected != read:
             warnings.warn(
-                f"document '{name}': some mentions of one cluster overlap (cross, or one ends where another "
+                f"document {quote(name)}: some mentions of one cluster overlap (cross, or one ends where another "
                 "begins); CoNLL-2012 brackets cannot express that, so the reference scorer will read "
                 "different mentions",
                 stacklevel=3,
@@ -661,12 +664,15 @@ def docbin_to_conll(input_path: Path, output_path: Path, *, prefix: str = "coref
     input_path = Path(input_path)
     if not input_path.is_file():
         raise DataFormatError(input_path, None, "no such file (expected a DocBin .spacy file)")
+    refuse_overwriting_input([input_path], output_path)
     try:
         docbin = DocBin().from_disk(input_path)
     except OSError:
         raise
     except Exception as err:  # msgpack / zlib errors on a file that is not a DocBin
         raise DataFormatError(input_path, None, f"not a readable DocBin: {err}") from err
+    if len(docbin) == 0:
+        raise DataFormatError(input_path, None, "the DocBin holds no Docs")
     vocab = Vocab()  # the strings come from the DocBin; no pipeline needed
     with _cached_msgpack_extensions():
         return write_conll(docbin.get_docs(vocab), output_path, prefix=prefix)

@@ -30,8 +30,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 
-from ..errors import DataFormatError
-from ..util import atomic_output
+from ..errors import DataFormatError, quote
+from ..util import atomic_output, refuse_overwriting_input
 
 GAP_COLUMNS: Tuple[str, ...] = (
     "ID", "Text", "Pronoun", "Pronoun-offset", "A", "A-offset", "A-coref",
@@ -132,7 +132,7 @@ def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
 
 def _parse_offset(path: Path, line: int, column: str, value: str) -> int:
     if not _OFFSET_RE.fullmatch(value):
-        raise DataFormatError(path, line, f"column {column} must be a non-negative integer, found {value!r}")
+        raise DataFormatError(path, line, f"column {column} must be a non-negative integer, found {quote(value)}")
     return int(value)
 
 
@@ -140,7 +140,7 @@ def _parse_label(path: Path, line: int, column: str, value: str) -> bool:
     label = parse_gap_label(value)
     if label is None:
         raise DataFormatError(
-            path, line, f"column {column} must be TRUE or FALSE (any case), found {value!r}"
+            path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}"
         )
     return label
 
@@ -152,12 +152,12 @@ def _check_mention(path: Path, line: int, column: str, text: str, string: str, o
     if end > len(text):
         raise DataFormatError(
             path, line,
-            f"{column}-offset {offset} + len({string!r}) = {end} is outside the text ({len(text)} characters)",
+            f"{column}-offset {offset} + len({quote(string)}) = {end} is outside the text ({len(text)} characters)",
         )
     found = text[offset:end]
     if found != string:
         raise DataFormatError(
-            path, line, f"text at {column}-offset {offset} is {found!r}, not the {column} column {string!r}"
+            path, line, f"text at {column}-offset {offset} is {quote(found)}, not the {column} column {quote(string)}"
         )
 
 
@@ -185,7 +185,7 @@ def read_gap_rows(path: Union[str, Path]) -> Iterator[GapRow]:
                 if len(fields) == n_cols and _OFFSET_RE.fullmatch(fields[3]):
                     reason = "missing header: the first line is a data row"
                 else:
-                    reason = f"unexpected header {fields!r}"
+                    reason = f"unexpected header {quote(fields, limit=200)}"
                 raise DataFormatError(path, line, f"{reason}; expected the columns {' '.join(GAP_COLUMNS)}")
             header_seen = True
             continue
@@ -200,7 +200,7 @@ def read_gap_rows(path: Union[str, Path]) -> Iterator[GapRow]:
         if not ex_id:
             raise DataFormatError(path, line, "column ID is empty")
         if ex_id in seen:
-            raise DataFormatError(path, line, f"duplicate ID {ex_id!r} (first on line {seen[ex_id]})")
+            raise DataFormatError(path, line, f"duplicate ID {quote(ex_id)} (first on line {seen[ex_id]})")
         seen[ex_id] = line
         row = GapRow(
             line=line,
@@ -265,7 +265,7 @@ def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[s
         if span is None:
             span = doc.char_span(offset, end, label=label, alignment_mode="expand")
             if span is None or len(span) == 0:
-                raise DataFormatError(path, row.line, f"{label} {string!r} at {offset} covers no token")
+                raise DataFormatError(path, row.line, f"{label} {quote(string)} at {offset} covers no token")
             expansions.append((label, string, span.text))
         spans[label] = span
     doc.spans[GAP_SPANS_KEY] = SpanGroup(doc, name=GAP_SPANS_KEY, spans=[spans[LABEL_A], spans[LABEL_B], spans[LABEL_PRONOUN]])
@@ -301,7 +301,10 @@ def read_gap(
     make_doc: Optional[Callable[[str], Doc]] = None
     for row in read_gap_rows(path):
         if make_doc is None:  # after the first row validates: bad files fail fast
-            make_doc = _make_doc_fn(nlp_or_tokenizer, lang)
+            try:
+                make_doc = _make_doc_fn(nlp_or_tokenizer, lang)
+            except ImportError as err:  # spacy.blank of an unknown language
+                raise DataFormatError(path, None, f"unknown language code {quote(lang)} (--lang): {err}") from None
         doc, expansions = gap_row_to_doc(row, make_doc, path=path)
         if stats is not None:
             stats.rows += 1
@@ -321,6 +324,7 @@ def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *
     RETURNS (Dict[str, int]): rows, docs, expansions, expanded_rows, tokens,
         links (positive A/B labels).
     """
+    refuse_overwriting_input([input_path], output_path)
     stats = GapStats()
     docbin = DocBin(store_user_data=True)
     n_docs = n_tokens = n_links = 0
@@ -480,9 +484,9 @@ def gap_system_rows(docs: Iterable[Doc], *, prefix: str = "coref_clusters", sour
         except ValueError as err:
             raise DataFormatError(source, None, f"doc {i} (0-based): {err}") from None
         if ex_id in seen:
-            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {ex_id!r} (first in doc {seen[ex_id]})")
+            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)} (first in doc {seen[ex_id]})")
         if any(c in ex_id for c in "\t\r\n"):
-            raise DataFormatError(source, None, f"doc {i} (0-based): GAP ID {ex_id!r} contains a tab or line break")
+            raise DataFormatError(source, None, f"doc {i} (0-based): GAP ID {quote(ex_id)} contains a tab or line break")
         seen[ex_id] = i
         rows.append((ex_id, a_linked, b_linked))
     return rows
@@ -519,6 +523,7 @@ def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, P
     RETURNS (int): rows written.
     """
     input_path = Path(input_path)
+    refuse_overwriting_input([input_path], output_path)
     try:
         docbin = DocBin(store_user_data=True).from_disk(input_path)
     except OSError:

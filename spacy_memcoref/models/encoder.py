@@ -69,6 +69,8 @@ def build_embedded_transformer(
     from spacy_transformers.span_getters import configure_strided_spans
     from thinc.api import reduce_mean
 
+    from .weights_only_hf_shim import use_weights_only_shims
+
     if stride <= 0 or window <= 0 or stride > window:
         raise ValueError(f"need 0 < stride <= window, got window={window}, stride={stride}")
     if not isinstance(segment_tokens, int) or segment_tokens < 0:
@@ -79,6 +81,8 @@ def build_embedded_transformer(
         tokenizer_config={"use_fast": True},
         pooling=reduce_mean(),
     )
+    # load the transformer's weights as tensors only, checksum checked
+    use_weights_only_shims(model)
     if trainable_layers is not None:
         if isinstance(trainable_layers, bool) or not isinstance(trainable_layers, int) or trainable_layers < 1:
             raise ValueError(f"trainable_layers must be a positive integer or null, got {trainable_layers!r}")

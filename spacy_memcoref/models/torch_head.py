@@ -30,6 +30,30 @@ class ScaledLRPyTorchShim(PyTorchShim):
         super().__init__(model, **kwargs)
         self.lr_scale = lr_scale
 
+    def to_bytes(self) -> bytes:
+        """As PyTorchShim, plus the checksum of the weights (`torch_weights`)."""
+        from .torch_weights import with_checksum
+
+        return with_checksum(super().to_bytes())
+
+    def from_bytes(self, bytes_data: bytes) -> "ScaledLRPyTorchShim":
+        """As PyTorchShim, but tensors only (torch.load(weights_only=True)
+        whatever the torch version or TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD say),
+        after checking the checksum saved with them."""
+        import srsly
+        from thinc.api import get_torch_default_device
+
+        from .torch_weights import CHECKSUM_KEY, load_weights
+
+        device = get_torch_default_device()
+        msg = srsly.msgpack_loads(bytes_data)
+        state_dict = load_weights(msg["state"], device, checksum=msg.get(CHECKSUM_KEY), what="the coreference head")
+        self.cfg = msg["config"]
+        self._model.load_state_dict(state_dict)
+        self._model.to(device)
+        self._grad_scaler.to_(device)
+        return self
+
     def finish_update(self, optimizer) -> None:
         for name, torch_data in self._model.named_parameters():
             if torch_data.grad is None:

@@ -68,6 +68,7 @@ def make_memcoref(
     scorer: Optional[Callable],
 ) -> "CorefComponent":
     """Coreference resolution with s2e (default) or PeTra, chosen by the model."""
+    check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer)
 
 
@@ -124,9 +125,26 @@ def make_memcoref_petra(
     doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
     candidate is linked when its probability is >= gap_threshold (stored in
     the component's cfg; `tune-gap-threshold` picks it on validation data)."""
+    check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer, gap_threshold=gap_threshold
     )
+
+
+def check_prefix_is_free(nlp: Language, name: str, prefix: str) -> None:
+    """Refuse a second coreference component writing the same span groups:
+    each clears f"{prefix}_*" before writing, so the later one would silently
+    erase the earlier one's clusters.
+
+    RAISES ValueError: another CorefComponent of `nlp` has the prefix.
+    """
+    for other_name, other in nlp.components:
+        if other_name != name and isinstance(other, CorefComponent) and other.prefix == prefix:
+            raise ValueError(
+                f"The coreference component '{name}' would write its clusters to doc.spans['{prefix}_*'], "
+                f"where '{other_name}' writes its own, and erase them: give one of them another "
+                f"span_cluster_prefix (e.g. config={{'span_cluster_prefix': '{name}_clusters'}})."
+            )
 
 
 class CorefComponent(TrainablePipe):
@@ -254,6 +272,8 @@ class CorefComponent(TrainablePipe):
     ) -> None:
         """Load the encoder and size the head from a sample of the training
         examples (or one placeholder Doc when none are given)."""
+        if nlp is not None:
+            check_prefix_is_free(nlp, self.name, self.prefix)
         if get_examples is not None:
             validate_get_examples(get_examples, "CorefComponent.initialize")
             docs = [eg.predicted for eg in islice(get_examples(), 10)]

@@ -9,7 +9,7 @@ documents the key lacks are ignored. Counts are micro-averaged over documents
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
 
-from ..errors import DataFormatError
+from ..errors import DataFormatError, quote
 from .coref_metrics import CorefEvaluator
 
 
@@ -45,7 +45,7 @@ def score_conll_files(
                 raise DataFormatError(
                     response_path,
                     None,
-                    f"document '{_doc_label(doc_key)}' has {n_response_tokens} tokens, "
+                    f"document {quote(_doc_label(doc_key))} has {n_response_tokens} tokens, "
                     f"but {n_tokens} in the key {key_path}; the token lines must match one to one",
                 )
         else:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from ..corpora.gap import SYSTEM_COLUMNS, iter_lines, parse_gap_label, read_gap_rows
-from ..errors import DataFormatError
+from ..errors import DataFormatError, quote
 
 MASCULINE = "masculine"
 FEMININE = "feminine"
@@ -176,7 +176,7 @@ def read_gap_gold(path: Union[str, Path]) -> Dict[str, Tuple[str, bool, bool]]:
         if gender is None:
             raise DataFormatError(
                 path, row.line,
-                f"pronoun {row.pronoun!r} has no gender in the official scorer's list ({', '.join(PRONOUN_GENDERS)})",
+                f"pronoun {quote(row.pronoun)} has no gender in the official scorer's list ({', '.join(PRONOUN_GENDERS)})",
             )
         gold[row.id] = (gender, row.a_coref, row.b_coref)
     return gold
@@ -214,12 +214,12 @@ def read_gap_system(path: Union[str, Path]) -> Dict[str, Tuple[bool, bool]]:
             if not ex_id:
                 raise DataFormatError(path, line, "column ID is empty")
             if ex_id in seen:
-                raise DataFormatError(path, line, f"duplicate ID {ex_id!r} (first on line {seen[ex_id]})")
+                raise DataFormatError(path, line, f"duplicate ID {quote(ex_id)} (first on line {seen[ex_id]})")
             labels = []
             for column, value in (("A-coref", a_value), ("B-coref", b_value)):
                 label = parse_gap_label(value)
                 if label is None:
-                    raise DataFormatError(path, line, f"column {column} must be TRUE or FALSE (any case), found {value!r}")
+                    raise DataFormatError(path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}")
                 labels.append(label)
             seen[ex_id] = line
             system[ex_id] = (labels[0], labels[1])
