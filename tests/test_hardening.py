@@ -431,3 +431,26 @@ def test_write_errors_name_the_output_not_the_temporary_file(tmp_path):
     result = runner.invoke(app, ["convert", "conll", str(conll), str(tmp_path / "dir.spacy")])
     line = assert_user_error(result, str(tmp_path / "dir.spacy"))
     assert ".tmp" not in line
+
+
+# ----- one home for the model defaults ------------------------------------------
+
+
+@pytest.mark.parametrize("factory", ["memcoref", "memcoref_petra"])
+def test_factory_defaults_are_the_builders_defaults(factory):
+    """add_pipe(factory) and the registered architectures agree on every
+    option (PeTra.v1 once defaulted encoder_layers to 1, its factory to 4)."""
+    import inspect
+
+    from spacy.util import registry
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory)
+    model_cfg = nlp.config["components"][factory]["model"]
+    for cfg in (model_cfg, model_cfg["tok2vec"]):
+        builder = registry.architectures.get(cfg["@architectures"])
+        defaults = {
+            p.name: p.default for p in inspect.signature(builder).parameters.values() if p.default is not inspect.Parameter.empty
+        }
+        assert {k: v for k, v in cfg.items() if k in defaults} == defaults
+        assert set(cfg) - set(defaults) <= {"@architectures", "tok2vec"}

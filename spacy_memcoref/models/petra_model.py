@@ -69,7 +69,7 @@ def build_petra(
     entity_threshold: float = 0.5,
     min_mentions: int = 2,
     freeze_encoder: bool = True,
-    encoder_layers: int = 1,
+    encoder_layers: int = 4,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 

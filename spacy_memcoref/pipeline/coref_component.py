@@ -5,6 +5,7 @@ scorers, span_cleaner and displaCy's span renderer work unchanged.
 The model (s2e or PeTra) computes its own loss from the gold it is given;
 this module only moves Docs, gold and predictions around.
 """
+import inspect
 import warnings
 from itertools import islice
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -14,32 +15,28 @@ from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.api import Model, Optimizer, set_dropout_rate
 
+from ..models.encoder import build_embedded_transformer
+from ..models.petra_model import build_petra
+from ..models.s2e_model import build_s2e
 from .gold import aligned_gold_clusters, cluster_groups, copy_speakers
 from .memory_log import GAP_PROBS_KEY  # also registers doc._.memory_log, token._.memory_usage
 
-DEFAULT_ENCODER = """
-[model.tok2vec]
-@architectures = "spacy_memcoref.EmbeddedTransformer.v1"
-name = null
-window = 128
-stride = 96
-"""
+def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
+    """The config block of a registered architecture with its builder's
+    keyword defaults: the builders' signatures are the one home of the
+    defaults, so a factory's default config cannot drift from them."""
+    config: Dict[str, Any] = {"@architectures": name}
+    for param in inspect.signature(builder).parameters.values():
+        if param.default is not inspect.Parameter.empty:
+            config[param.name] = param.default
+    config.update(sub_models)
+    return config
 
-DEFAULT_S2E_MODEL = """
-[model]
-@architectures = "spacy_memcoref.S2E.v1"
-hidden_size = 512
-dropout = 0.3
-max_width = 30
-top_lambda = 0.4
-max_antecedents = null
-use_speakers = true
-head_lr_scale = 30.0
-chunk_size = 512
-mention_loss_weight = 1.0
-""" + DEFAULT_ENCODER
+
+DEFAULT_ENCODER = architecture_config("spacy_memcoref.EmbeddedTransformer.v1", build_embedded_transformer)
+DEFAULT_S2E_MODEL = architecture_config("spacy_memcoref.S2E.v1", build_s2e, tok2vec=DEFAULT_ENCODER)
 
 DEFAULT_SCORE_WEIGHTS = {
     "coref_conll_f": 1.0,
@@ -54,7 +51,7 @@ DEFAULT_SCORE_WEIGHTS = {
     "memcoref",
     assigns=["doc.spans"],
     default_config={
-        "model": Config().from_str(DEFAULT_S2E_MODEL)["model"],
+        "model": DEFAULT_S2E_MODEL,
         "span_cluster_prefix": "coref_clusters",
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
@@ -72,26 +69,9 @@ def make_memcoref(
     return CorefComponent(nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer)
 
 
-# ----- PeTra (issue 4) ----------------------------------------------------------
+# ----- PeTra ----------------------------------------------------------
 
-DEFAULT_PETRA_MODEL = """
-[model]
-@architectures = "spacy_memcoref.PeTra.v1"
-hidden_size = 300
-num_cells = 10
-mlp_size = 300
-usage_decay = 0.98
-entity_loss_weight = 0.1
-dropout = 0.5
-learned_init = false
-fixed_key_size = 0
-temperature_halving_steps = 1000
-head_lr_scale = 1.0
-entity_threshold = 0.5
-min_mentions = 2
-freeze_encoder = true
-encoder_layers = 4
-""" + DEFAULT_ENCODER
+DEFAULT_PETRA_MODEL = architecture_config("spacy_memcoref.PeTra.v1", build_petra, tok2vec=DEFAULT_ENCODER)
 
 DEFAULT_PETRA_SCORE_WEIGHTS = {
     "gap_f": 1.0,
@@ -106,7 +86,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
     "memcoref_petra",
     assigns=["doc.spans", "doc._.memory_log"],
     default_config={
-        "model": Config().from_str(DEFAULT_PETRA_MODEL)["model"],
+        "model": DEFAULT_PETRA_MODEL,
         "span_cluster_prefix": "coref_clusters",
         "gap_threshold": 0.5,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
