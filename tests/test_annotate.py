@@ -97,8 +97,14 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def reference(model_dir, corpus, tmp_path_factory) -> Path:
     """The corpus annotated by the local engine in this process (jsonl + spacy)."""
+    import torch
+
     out = tmp_path_factory.mktemp("annotate_reference") / "out"
-    annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
+    threads = torch.get_num_threads()
+    try:  # one torch thread, as in the workers of the other engines
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, progress=False)
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
@@ -211,6 +217,16 @@ def test_txt_folder_and_docbin_inputs(model_dir, reference, tmp_path):
     assert [r["id"] for r in read_records(out)] == ["d0", "d1", "d2"]
     assert [r["clusters"] for r in read_records(out)] == [r["clusters"] for r in records[:3]]
     assert sorted(p.name for p in out.glob("shard-*.spacy")) == ["shard-000000.spacy", "shard-000001.spacy"]
+
+
+def test_output_folder_inside_the_input_folder_is_not_input(model_dir, tmp_path):
+    folder = tmp_path / "news"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", TEXTS[:3])
+    out = folder / "coref"
+    assert annotate_corpus(model_dir, folder, out, progress=False).documents == 3
+    again = annotate_corpus(model_dir, folder, out, progress=False)  # its shards are not read as input
+    assert again.documents == 0 and again.skipped_shards == 1 and again.totals["n_docs"] == 3
 
 
 def test_cli_annotate_and_rerun_of_finished_output(model_dir, corpus, reference, tmp_path):

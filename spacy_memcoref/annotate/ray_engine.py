@@ -19,6 +19,7 @@ the clusters as columns::
     ds = ds.map_batches(MemcorefPredictor, fn_constructor_kwargs={"model": "en_memcoref_s2e"},
                         batch_size=64, compute=ray.data.ActorPoolStrategy(size=4))
 """
+import logging
 import os
 import pickle
 from pathlib import Path
@@ -97,7 +98,7 @@ def ensure_ray(address: Optional[str] = None, *, num_cpus: Optional[int] = None)
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs: Dict[str, Any] = {"log_to_driver": True}
+    kwargs: Dict[str, Any] = {"log_to_driver": True, "logging_level": logging.WARNING}
     if address:
         ray.init(address=address, **kwargs)
     else:
@@ -125,6 +126,9 @@ def run_ray(
     if not plans:
         return
     started = ensure_ray(address)
+    data_logger = logging.getLogger("ray.data")
+    level = data_logger.level
+    data_logger.setLevel(logging.WARNING)  # our progress bar and summary replace its running commentary
     try:
         if workers is None:
             resources = ray.cluster_resources()
@@ -151,10 +155,15 @@ def run_ray(
             },
             num_cpus=cpus_per_worker,
             num_gpus=gpus_per_worker or None,
+            # a dead actor is restarted and its shard retried (Ray Data's default
+            # too, spelled out so that it does not depend on the Ray version)
+            max_restarts=-1,
+            max_task_retries=-1,
         )
         for row in ds.iter_rows():
             yield pickle.loads(row["result"])
     finally:
+        data_logger.setLevel(level)
         if started:
             ray.shutdown()
 

@@ -27,7 +27,11 @@ class _InjectedFailure(RuntimeError):
 @dataclass
 class AnnotateSummary:
     """What a run did (documents ... errors: this run) and what OUTPUT_DIR holds
-    (totals, from the manifest)."""
+    (totals, from the manifest). seconds: the whole run; busy_seconds: from
+    the first shard's start to the last one's end in the workers (model
+    loading and worker start-up left out); plan_seconds: planning the shards
+    up front (Ray); write_seconds: writing shards and manifest in this
+    process; worker_peak_rss_mb: peak RSS by worker pid."""
 
     output_dir: str
     documents: int = 0
@@ -38,6 +42,8 @@ class AnnotateSummary:
     skipped_shards: int = 0
     seconds: float = 0.0
     busy_seconds: float = 0.0
+    plan_seconds: float = 0.0
+    write_seconds: float = 0.0
     worker_peak_rss_mb: Dict[str, float] = field(default_factory=dict)
     totals: Dict[str, int] = field(default_factory=dict)
     complete: bool = False
@@ -55,7 +61,8 @@ class AnnotateSummary:
         data["docs_per_s"] = round(self.docs_per_s, 3)
         data["tokens_per_s"] = round(self.tokens_per_s, 1)
         data["seconds"] = round(self.seconds, 3)
-        data["busy_seconds"] = round(self.busy_seconds, 3)
+        for key in ("busy_seconds", "plan_seconds", "write_seconds"):
+            data[key] = round(data[key], 3)
         return data
 
 
@@ -204,6 +211,8 @@ def annotate_corpus(
         import_ray()  # fail now, with the install hint, not after planning
 
     model_dir = check_model(model)
+    if Path(model).exists():
+        model = str(Path(model).resolve())  # workers (Ray's too) may run elsewhere than in this folder
     prefix = prefix or pipeline_prefix(model_dir)
     spec = resolve_input(input_path, input_format, output_dir=output_dir)
     identity = {
@@ -248,7 +257,9 @@ def annotate_corpus(
         windows: List[tuple] = []
         try:
             if engine == "ray":
+                t_plan = time.time()
                 plans = list(pending())
+                summary.plan_seconds = time.time() - t_plan
                 bar.start(total=sum(p.n_items for p in plans))
                 from .ray_engine import run_ray
 
@@ -281,7 +292,9 @@ def annotate_corpus(
                     if _fail_after_shards is not None and summary.shards + 1 >= _fail_after_shards:
                         out.write_shard(result)  # files written, manifest not: as if killed in between
                         raise _InjectedFailure(f"injected failure after shard {result['index']}")
+                    t_write = time.time()
                     out.record_shard(result)
+                    summary.write_seconds += time.time() - t_write
                     summary.shards += 1
                     summary.documents += result["n_docs"]
                     summary.tokens += result["n_tokens"]
