@@ -519,7 +519,7 @@ def annotate_cmd(
     offsets and mention texts, a name a cluster) and/or DocBin, each written
     atomically, plus manifest.json; a rerun resumes where a run stopped. The
     last line of output is the summary as one JSON object."""
-    from .annotate import annotate_corpus, format_summary
+    from .annotate import AnnotateError, annotate_corpus, format_summary
 
     try:
         summary = annotate_corpus(
@@ -529,7 +529,7 @@ def annotate_cmd(
             workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker,
             address=address, progress=progress, log=lambda message: typer.echo(message, err=True),
         )
-    except (DataFormatError, OSError, ValueError, ImportError) as err:
+    except (DataFormatError, OSError, ValueError, ImportError, AnnotateError) as err:
         raise _fail(err)
     for line in format_summary(summary):
         typer.echo(line)

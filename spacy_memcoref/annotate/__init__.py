@@ -12,10 +12,10 @@ Importing this package does not import Ray.
 """
 from typing import Any
 
-from .runner import AnnotateSummary, annotate_corpus, format_summary
+from .runner import AnnotateError, AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record, representative_name
 
-__all__ = ["annotate_corpus", "AnnotateSummary", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
+__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
 
 
 def __getattr__(name: str) -> Any:

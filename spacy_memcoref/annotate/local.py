@@ -10,6 +10,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
 from .inputs import ShardPlan
+from .runner import AnnotateError
 from .worker import annotate_shard, load_pipeline
 
 MAX_POOL_RESTARTS = 3
@@ -125,7 +126,7 @@ def run_pool(
                 pool.shutdown(wait=True, cancel_futures=True)
                 restarts += 1
                 if restarts > max_restarts:
-                    raise RuntimeError(
+                    raise AnnotateError(
                         f"a worker process died {restarts} times (out of memory? see the messages above); "
                         "the shards written so far are kept: rerun to resume"
                     )

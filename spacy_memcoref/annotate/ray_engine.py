@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from .inputs import ShardPlan
+from .runner import AnnotateError
 from .worker import DEFAULT_PREFIX, annotate_shard, doc_record, load_pipeline
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'
@@ -126,9 +127,13 @@ def run_ray(
     if not plans:
         return
     started = ensure_ray(address)
-    data_logger = logging.getLogger("ray.data")
-    level = data_logger.level
-    data_logger.setLevel(logging.WARNING)  # our progress bar and summary replace its running commentary
+    # our progress bar and summary replace Ray Data's running commentary (and
+    # its note that its progress bars are off)
+    loggers = {"ray.data": logging.WARNING, "ray.data._internal.progress": logging.ERROR}
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    for name, level in loggers.items():
+        logging.getLogger(name).setLevel(level)
+    saved: Dict[str, Any] = {}
     try:
         if workers is None:
             resources = ray.cluster_resources()
@@ -141,7 +146,7 @@ def run_ray(
             log(f"Ray: {len(plans)} shards on {workers} workers ({cpus_per_worker:g} CPU, {gpus_per_worker:g} GPU each)")
             if len(plans) < workers:
                 log(f"only {len(plans)} shards for {workers} workers: a smaller --shard-size would keep them all busy")
-        _quiet_ray_data(ray)
+        saved = _quiet_ray_data(ray)
         ds = ray.data.from_items([{"plan": pickle.dumps(plan.to_dict())} for plan in plans], override_num_blocks=len(plans))
         ds = ds.map_batches(
             ShardAnnotator,
@@ -155,30 +160,46 @@ def run_ray(
             },
             num_cpus=cpus_per_worker,
             num_gpus=gpus_per_worker or None,
-            # a dead actor is restarted and its shard retried (Ray Data's default
-            # too, spelled out so that it does not depend on the Ray version)
-            max_restarts=-1,
-            max_task_retries=-1,
+            # no max_restarts / max_task_retries here: Ray Data's actor pools
+            # default to -1 for both (a dead actor is restarted and its shard
+            # retried), and passing them as **ray_remote_args is deprecated
         )
-        for row in ds.iter_rows():
+        rows = iter(ds.iter_rows())
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                break
+            except Exception as err:  # a failed Ray job: its message holds the workers' traceback
+                raise AnnotateError(f"the Ray job failed (the shards written so far are kept: rerun to resume): {err}") from err
             yield pickle.loads(row["result"])
     finally:
-        data_logger.setLevel(level)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        _restore(ray, saved)
         if started:
             ray.shutdown()
 
 
-def _quiet_ray_data(ray) -> None:
-    """Our own progress bar replaces Ray Data's."""
+def _quiet_ray_data(ray) -> Dict[str, Any]:
+    """Our own progress bar replaces Ray Data's. RETURNS the settings it changed."""
+    saved = {}
     try:
         context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        if hasattr(context, "enable_operator_progress_bars"):
-            context.enable_operator_progress_bars = False
-        if hasattr(context, "print_on_execution_start"):
-            context.print_on_execution_start = False
+        for name in ("enable_progress_bars", "enable_operator_progress_bars", "print_on_execution_start"):
+            if hasattr(context, name):
+                saved[name] = getattr(context, name)
+                setattr(context, name, False)
     except Exception:  # pragma: no cover - older Ray
         pass
+    return saved
+
+
+def _restore(ray, saved: Dict[str, Any]) -> None:
+    if saved:
+        context = ray.data.DataContext.get_current()
+        for name, value in saved.items():
+            setattr(context, name, value)
 
 
 # ----- for a Dataset of your own --------------------------------------------------

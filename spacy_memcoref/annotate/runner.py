@@ -20,6 +20,11 @@ class BadInput(ValueError):
     """A bad input item stopped the run (without --skip-errors)."""
 
 
+class AnnotateError(RuntimeError):
+    """The workers failed (a process that keeps dying, a failed Ray job); the
+    shards written so far are kept."""
+
+
 class _InjectedFailure(RuntimeError):
     """Testing hook: the run stops as if killed."""
 
@@ -276,6 +281,10 @@ def annotate_corpus(
             elif n_process > 1:
                 from .local import default_threads, run_pool
 
+                if gpu_id >= 0:  # fail here, clearly, rather than in every worker
+                    import spacy
+
+                    spacy.require_gpu(gpu_id)
                 bar.start(total=None)
                 results = run_pool(
                     pending(), model, options, n_process=n_process, gpu_id=gpu_id, threads=threads or default_threads(n_process)
