@@ -506,6 +506,7 @@ def annotate_cmd(
     batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
     skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines in shard-*.errors.jsonl and go on (default: stop at the first)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
+    prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
     n_process: Optional[int] = typer.Option(None, "--n-process", help="local: worker processes (default 1)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="local: torch threads a process (default: the cores shared out)."),
     gpu_id: Optional[int] = typer.Option(None, "--gpu-id", help="local: GPU to run on (default -1: CPU)."),
@@ -525,7 +526,7 @@ def annotate_cmd(
         summary = annotate_corpus(
             model, input_path, output_dir, engine=engine, formats=output_format, text_field=text_field, id_field=id_field,
             input_format=input_format, encoding=encoding, shard_size=shard_size, batch_size=batch_size,
-            skip_errors=skip_errors, overwrite=overwrite, n_process=n_process, threads=threads, gpu_id=gpu_id,
+            skip_errors=skip_errors, overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id,
             workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker,
             address=address, progress=progress, log=lambda message: typer.echo(message, err=True),
         )

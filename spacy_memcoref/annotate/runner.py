@@ -174,11 +174,11 @@ def annotate_corpus(
         / cpus_per_worker, or GPUs / gpus_per_worker).
     gpus_per_worker, cpus_per_worker (Optional[float]): Ray engine: resources
         an actor (default 0 and 1); an actor's torch threads = its CPUs.
-    The engine options of the other engine must be left unset (None).
     address (Optional[str]): Ray engine: the cluster to join (default
         $RAY_ADDRESS, else a new local cluster).
     progress (Optional[bool]): show a progress bar (None: when stderr is a terminal).
     log (Optional[Callable[[str], None]]): where to say what happens.
+    The options of the engine not chosen must be left unset (None).
     RETURNS (AnnotateSummary): what this run did and what OUTPUT_DIR holds.
     """
     say = log or (lambda message: None)
