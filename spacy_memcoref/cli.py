@@ -552,5 +552,54 @@ def visualize_cmd(
         typer.echo(f"wrote {path}")
 
 
+# ----- corpus-scale annotation (issue 11): the work is in spacy_memcoref/annotate/ -----
+
+
+@app.command("annotate")
+def annotate_cmd(
+    model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
+    input_path: Path = typer.Argument(..., help='A JSONL file ({"id": ..., "text": ...} a line) or folder of them, a folder of .txt files (id = relative path), or DocBin (.spacy) files.'),
+    output_dir: Path = typer.Argument(..., help="Folder for the numbered shards and manifest.json (a rerun resumes)."),
+    engine: str = typer.Option("local", "--engine", help="local (nlp.pipe in this process or --n-process processes) or ray (Ray Data: needs the ray extra of spacy-memcoref)."),
+    output_format: str = typer.Option("jsonl", "--format", help="jsonl, spacy (DocBin) or jsonl,spacy."),
+    text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text."),
+    id_field: str = typer.Option("id", "--id-field", help="JSONL field with the document id (default when absent: file:line)."),
+    input_format: str = typer.Option("auto", "--input-format", help="auto (by suffix), jsonl, txt or spacy."),
+    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of JSONL and txt files."),
+    shard_size: int = typer.Option(1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
+    skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines in shard-*.errors.jsonl and go on (default: stop at the first)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
+    prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
+    n_process: Optional[int] = typer.Option(None, "--n-process", help="local: worker processes (default 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="local: torch threads a process (default: the cores shared out)."),
+    gpu_id: Optional[int] = typer.Option(None, "--gpu-id", help="local: GPU to run on (default -1: CPU)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="ray: actors (default: as many as the cluster's CPUs, or GPUs, allow)."),
+    gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="ray: GPUs an actor (default 0)."),
+    cpus_per_worker: Optional[float] = typer.Option(None, "--cpus-per-worker", help="ray: CPUs an actor, also its torch threads (default 1)."),
+    address: Optional[str] = typer.Option(None, "--address", help="ray: the cluster to join (default $RAY_ADDRESS, else a new local cluster)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar (default: when stderr is a terminal)."),
+) -> None:
+    """Annotate a corpus: numbered shards of JSONL (id, clusters as character
+    offsets and mention texts, a name a cluster) and/or DocBin, each written
+    atomically, plus manifest.json; a rerun resumes where a run stopped. The
+    last line of output is the summary as one JSON object."""
+    from .annotate import AnnotateError, annotate_corpus, format_summary
+
+    try:
+        summary = annotate_corpus(
+            model, input_path, output_dir, engine=engine, formats=output_format, text_field=text_field, id_field=id_field,
+            input_format=input_format, encoding=encoding, shard_size=shard_size, batch_size=batch_size,
+            skip_errors=skip_errors, overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id,
+            workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker,
+            address=address, progress=progress, log=lambda message: typer.echo(message, err=True),
+        )
+    except (DataFormatError, OSError, ValueError, ImportError, AnnotateError) as err:
+        raise _fail(err)
+    for line in format_summary(summary):
+        typer.echo(line)
+    typer.echo(json.dumps(summary.to_dict(), sort_keys=True))
+
+
 def main() -> None:
     app()

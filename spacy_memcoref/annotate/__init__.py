@@ -1,0 +1,26 @@
+"""Corpus-scale annotation: `python -m spacy_memcoref annotate MODEL INPUT OUTPUT_DIR`.
+
+    from spacy_memcoref.annotate import annotate_corpus
+    summary = annotate_corpus("training/s2e/model-best", "news.jsonl", "news_coref/", n_process=2)
+
+With a Ray Dataset of your own (needs `pip install "spacy-memcoref[ray]"`):
+
+    from spacy_memcoref.annotate import MemcorefPredictor, annotate_dataset
+    ds = annotate_dataset(ray.data.read_json("news/"), "en_memcoref_s2e", workers=4)
+
+Importing this package does not import Ray.
+"""
+from typing import Any
+
+from .runner import AnnotateError, AnnotateSummary, annotate_corpus, format_summary
+from .worker import doc_record, representative_name
+
+__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("MemcorefPredictor", "annotate_dataset"):
+        from . import ray_engine
+
+        return getattr(ray_engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

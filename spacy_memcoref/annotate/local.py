@@ -1,0 +1,146 @@
+"""The local engine: shards annotated with `nlp.pipe` in this process, or in a
+pool of worker processes (`--n-process`), each of which loads the pipeline
+once. A worker that dies (a crash, the OOM killer) is replaced and its shards
+are done again; the writer in this process keeps what was already written.
+"""
+import os
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional
+
+from .inputs import ShardPlan
+from .runner import AnnotateError
+from .worker import annotate_shard, load_pipeline
+
+MAX_POOL_RESTARTS = 3
+
+
+def default_threads(n_process: int) -> Optional[int]:
+    """torch threads a process: the cores shared out when there are several
+    processes; torch's own default for one."""
+    if n_process <= 1:
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // n_process)
+
+
+def run_inline(
+    plans: Iterable[ShardPlan],
+    model: str,
+    options: Dict[str, Any],
+    *,
+    gpu_id: int = -1,
+    threads: Optional[int] = None,
+    on_docs: Optional[Callable[[int, int], None]] = None,
+    on_ready: Optional[Callable[[], None]] = None,
+) -> Iterator[Dict[str, Any]]:
+    """Annotate shards one after another in this process, in order."""
+    nlp = load_pipeline(model, gpu_id=gpu_id, threads=threads)
+    if on_ready is not None:
+        on_ready()
+    for plan in plans:
+        yield annotate_shard(nlp, plan, options, on_docs=on_docs)
+
+
+# ----- the process pool ------------------------------------------------------
+
+_WORKER: Dict[str, Any] = {}
+
+
+def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[str, Any]) -> None:
+    _WORKER["nlp"] = load_pipeline(model, gpu_id=gpu_id, threads=threads)
+    _WORKER["options"] = options
+
+
+def _work(plan: Dict[str, Any]) -> Dict[str, Any]:
+    return annotate_shard(_WORKER["nlp"], ShardPlan.from_dict(plan), _WORKER["options"])
+
+
+def run_pool(
+    plans: Iterable[ShardPlan],
+    model: str,
+    options: Dict[str, Any],
+    *,
+    n_process: int,
+    gpu_id: int = -1,
+    threads: Optional[int] = None,
+    max_restarts: int = MAX_POOL_RESTARTS,
+) -> Iterator[Dict[str, Any]]:
+    """Annotate shards in n_process worker processes; results come as shards
+    finish (not in order). At most 2 * n_process shards are in flight, so
+    memory does not grow with the corpus."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # fork and torch's threads do not mix
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_init_worker, initargs=(model, gpu_id, threads, options))
+
+    plans = iter(plans)
+    retry: deque = deque()
+    in_flight: Dict[Any, ShardPlan] = {}
+    restarts = 0
+    pool = new_pool()
+    exhausted = False
+    finished = False
+    try:
+        while True:
+            while len(in_flight) < 2 * n_process:
+                if retry:
+                    plan = retry.popleft()
+                elif not exhausted:
+                    plan = next(plans, None)
+                    if plan is None:
+                        exhausted = True
+                        continue
+                else:
+                    break
+                in_flight[pool.submit(_work, plan.to_dict())] = plan
+            if not in_flight:
+                finished = True
+                return
+            done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            broken = False
+            for future in sorted(done, key=lambda f: in_flight[f].index):
+                plan = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    retry.append(plan)
+                    continue
+                yield result
+            if broken:
+                # every shard still in flight died with the pool: do them again
+                for future, plan in sorted(in_flight.items(), key=lambda kv: kv[1].index):
+                    if future.done() and future.exception() is None:
+                        yield future.result()
+                    else:
+                        retry.append(plan)
+                in_flight.clear()
+                retry = deque(sorted(retry, key=lambda p: p.index))
+                pool.shutdown(wait=True, cancel_futures=True)
+                restarts += 1
+                if restarts > max_restarts:
+                    raise AnnotateError(
+                        f"a worker process died {restarts} times (out of memory? see the messages above); "
+                        "the shards written so far are kept: rerun to resume"
+                    )
+                pool = new_pool()
+    finally:
+        if not finished:  # stopped early (a bad line, an interrupt): do not wait for the shards in flight
+            _terminate(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        try:
+            process.terminate()
+        except Exception:  # pragma: no cover - already gone
+            pass

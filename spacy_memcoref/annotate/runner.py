@@ -1,0 +1,396 @@
+"""`annotate_corpus`: a corpus in, numbered shards of coreference clusters out,
+on one machine or on Ray, resumable."""
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+from .inputs import ShardPlan, plan_shards, resolve_input
+from .output import OutputDir, model_identity
+from .worker import DEFAULT_PREFIX
+
+ENGINES = ("local", "ray")
+FORMATS = ("jsonl", "spacy")
+COREF_FACTORIES = ("memcoref", "memcoref_petra")
+
+
+class BadInput(ValueError):
+    """A bad input item stopped the run (without --skip-errors)."""
+
+
+class AnnotateError(RuntimeError):
+    """The workers failed (a process that keeps dying, a failed Ray job); the
+    shards written so far are kept."""
+
+
+class _InjectedFailure(RuntimeError):
+    """Testing hook: the run stops as if killed."""
+
+
+@dataclass
+class AnnotateSummary:
+    """What a run did (documents ... errors: this run) and what OUTPUT_DIR holds
+    (totals, from the manifest). seconds: the whole run; busy_seconds: from
+    the first shard's start to the last one's end in the workers (model
+    loading and worker start-up left out); plan_seconds: planning the shards
+    up front (Ray); write_seconds: writing shards and manifest in this
+    process; worker_peak_rss_mb: peak RSS by worker pid."""
+
+    output_dir: str
+    documents: int = 0
+    tokens: int = 0
+    clusters: int = 0
+    errors: int = 0
+    shards: int = 0
+    skipped_shards: int = 0
+    seconds: float = 0.0
+    busy_seconds: float = 0.0
+    plan_seconds: float = 0.0
+    write_seconds: float = 0.0
+    worker_peak_rss_mb: Dict[str, float] = field(default_factory=dict)
+    totals: Dict[str, int] = field(default_factory=dict)
+    complete: bool = False
+
+    @property
+    def docs_per_s(self) -> float:
+        return self.documents / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["docs_per_s"] = round(self.docs_per_s, 3)
+        data["tokens_per_s"] = round(self.tokens_per_s, 1)
+        data["seconds"] = round(self.seconds, 3)
+        for key in ("busy_seconds", "plan_seconds", "write_seconds"):
+            data[key] = round(data[key], 3)
+        return data
+
+
+def check_model(model: str) -> Optional[Path]:
+    """The folder of a pipeline (a directory, or an installed package's data
+    folder), or raise a clear error when there is none."""
+    path = Path(model)
+    if path.exists():
+        if not (path.is_dir() and (path / "config.cfg").exists()):
+            raise ValueError(f"{model} is not a spaCy pipeline folder (no config.cfg in it)")
+        return path
+    try:
+        from spacy.util import get_package_path, is_package
+
+        if is_package(model):
+            package = get_package_path(model)
+            found = sorted(package.glob("*/config.cfg"))
+            return found[0].parent if found else package
+    except Exception:
+        pass
+    raise ValueError(f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package")
+
+
+def pipeline_prefix(model_dir: Optional[Path]) -> str:
+    """span_cluster_prefix of the pipeline's first memcoref component (from its
+    config.cfg), else the default."""
+    if model_dir is None or not (model_dir / "config.cfg").exists():
+        return DEFAULT_PREFIX
+    from thinc.api import Config
+
+    try:
+        config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
+    except Exception:
+        return DEFAULT_PREFIX
+    for name in config.get("nlp", {}).get("pipeline", []):
+        block = config.get("components", {}).get(name, {})
+        if block.get("factory") in COREF_FACTORIES:
+            return str(block.get("span_cluster_prefix", DEFAULT_PREFIX))
+    return DEFAULT_PREFIX
+
+
+def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    items = [f.strip() for f in items if f.strip()]
+    bad = [f for f in items if f not in FORMATS]
+    if bad or not items:
+        raise ValueError(f"--format must be jsonl, spacy or jsonl,spacy; got {','.join(items) or formats!r}")
+    return sorted(set(items), key=FORMATS.index)
+
+
+def annotate_corpus(
+    model: str,
+    input_path: Union[str, Path],
+    output_dir: Union[str, Path],
+    *,
+    engine: str = "local",
+    formats: Union[str, Sequence[str]] = ("jsonl",),
+    text_field: str = "text",
+    id_field: str = "id",
+    input_format: str = "auto",
+    encoding: str = "utf-8",
+    shard_size: int = 1000,
+    batch_size: int = 8,
+    skip_errors: bool = False,
+    overwrite: bool = False,
+    prefix: Optional[str] = None,
+    n_process: Optional[int] = None,
+    threads: Optional[int] = None,
+    gpu_id: Optional[int] = None,
+    workers: Optional[int] = None,
+    gpus_per_worker: Optional[float] = None,
+    cpus_per_worker: Optional[float] = None,
+    address: Optional[str] = None,
+    progress: Optional[bool] = None,
+    log: Optional[Callable[[str], None]] = None,
+    _fail_after_shards: Optional[int] = None,
+    _die_once: Optional[Dict[str, Any]] = None,
+) -> AnnotateSummary:
+    """Annotate a corpus with a coreference pipeline, shard by shard.
+
+    model (str): a pipeline package name or directory.
+    input_path (Union[str, Path]): a JSONL file (one {"id": ..., "text": ...}
+        object a line) or a folder of them, a folder of .txt files (id = the
+        relative path), or DocBin (.spacy) files.
+    output_dir (Union[str, Path]): where the shards and manifest.json go.
+    engine (str): "local" (nlp.pipe here, `n_process` processes) or "ray".
+    formats (Union[str, Sequence[str]]): "jsonl" and/or "spacy" (DocBin).
+    text_field, id_field (str): JSONL fields of the text and the id.
+    input_format (str): "auto" (by suffix), "jsonl", "txt" or "spacy".
+    encoding (str): encoding of JSONL and txt files.
+    shard_size (int): documents a shard: shard k = input items
+        [k * shard_size, (k + 1) * shard_size), whatever the engine.
+    batch_size (int): documents a `nlp.pipe` batch.
+    skip_errors (bool): record bad lines in shard-*.errors.jsonl and go on,
+        instead of stopping at the first one.
+    overwrite (bool): replace an OUTPUT_DIR written by another run.
+    prefix (Optional[str]): span-group prefix of the clusters (default: the
+        pipeline's memcoref component's).
+    n_process (Optional[int]): local engine: worker processes (default 1).
+    threads (Optional[int]): local engine: torch threads a process (default:
+        torch's for one process, the cores shared out for several).
+    gpu_id (Optional[int]): local engine: the GPU (default -1: CPU).
+    workers (Optional[int]): Ray engine: actors (default: the cluster's CPUs
+        / cpus_per_worker, or GPUs / gpus_per_worker).
+    gpus_per_worker, cpus_per_worker (Optional[float]): Ray engine: resources
+        an actor (default 0 and 1); an actor's torch threads = its CPUs.
+    address (Optional[str]): Ray engine: the cluster to join (default
+        $RAY_ADDRESS, else a new local cluster).
+    progress (Optional[bool]): show a progress bar (None: when stderr is a terminal).
+    log (Optional[Callable[[str], None]]): where to say what happens.
+    The options of the engine not chosen must be left unset (None).
+    RETURNS (AnnotateSummary): what this run did and what OUTPUT_DIR holds.
+    """
+    say = log or (lambda message: None)
+    if engine not in ENGINES:
+        raise ValueError(f"--engine must be local or ray, got {engine!r}")
+    formats = parse_formats(formats)
+    local_opts = {"--n-process": n_process, "--threads": threads, "--gpu-id": gpu_id}
+    ray_opts = {"--workers": workers, "--gpus-per-worker": gpus_per_worker, "--cpus-per-worker": cpus_per_worker, "--address": address}
+    wrong = [name for name, value in (ray_opts if engine == "local" else local_opts).items() if value is not None]
+    if wrong:
+        takes = ", ".join(local_opts if engine == "local" else ray_opts)
+        raise ValueError(f"{', '.join(wrong)} does not apply to --engine {engine} (it takes {takes})")
+    n_process = 1 if n_process is None else n_process
+    gpu_id = -1 if gpu_id is None else gpu_id
+    gpus_per_worker = 0.0 if gpus_per_worker is None else float(gpus_per_worker)
+    cpus_per_worker = 1.0 if cpus_per_worker is None else float(cpus_per_worker)
+    for name, value in (("--shard-size", shard_size), ("--batch-size", batch_size), ("--n-process", n_process)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be a positive integer, got {workers!r}")
+    if gpus_per_worker < 0 or cpus_per_worker <= 0:
+        raise ValueError("--gpus-per-worker must be >= 0 and --cpus-per-worker > 0")
+    if threads is not None and threads < 1:
+        raise ValueError(f"--threads must be a positive integer, got {threads!r}")
+    if not text_field or not id_field:
+        raise ValueError("--text-field and --id-field must not be empty")
+    try:
+        "".encode(encoding)
+    except LookupError:
+        raise ValueError(f"unknown encoding {encoding!r}") from None
+    if engine == "ray":
+        from .ray_engine import import_ray
+
+        import_ray()  # fail now, with the install hint, not after planning
+
+    model_dir = check_model(model)
+    if Path(model).exists():
+        model = str(Path(model).resolve())  # workers (Ray's too) may run elsewhere than in this folder
+    prefix = prefix or pipeline_prefix(model_dir)
+    spec = resolve_input(input_path, input_format, output_dir=output_dir)
+    identity = {
+        "input": spec.path,
+        "input_format": spec.kind,
+        "text_field": text_field if spec.kind == "jsonl" else None,
+        "id_field": id_field if spec.kind == "jsonl" else None,
+        "encoding": encoding if spec.kind != "spacy" else None,
+        "shard_size": shard_size,
+        "formats": formats,
+        "prefix": prefix,
+        "model": model_identity(model),
+    }
+    options = {
+        "text_field": text_field,
+        "id_field": id_field,
+        "encoding": encoding,
+        "batch_size": batch_size,
+        "formats": formats,
+        "prefix": prefix,
+        "skip_errors": skip_errors,
+        "_die_once": _die_once,
+    }
+    summary = AnnotateSummary(output_dir=str(output_dir))
+    with OutputDir(output_dir, identity, overwrite=overwrite) as out:
+        n_done_before = len(out.manifest["shards"])
+        if n_done_before:
+            say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
+        counter = {"shards": 0}
+
+        def pending() -> Iterator[ShardPlan]:
+            for plan in plan_shards(spec, shard_size):
+                counter["shards"] += 1
+                if out.done(plan.index) is not None:
+                    out.check_unchanged(plan.index, plan.digest)
+                    summary.skipped_shards += 1
+                    continue
+                yield plan
+
+        bar = _Progress(progress)
+        start = time.time()
+        windows: List[tuple] = []
+        try:
+            if engine == "ray":
+                t_plan = time.time()
+                plans = list(pending())
+                summary.plan_seconds = time.time() - t_plan
+                bar.start(total=sum(p.n_items for p in plans))
+                from .ray_engine import run_ray
+
+                results = run_ray(
+                    plans,
+                    model,
+                    options,
+                    workers=workers,
+                    gpus_per_worker=gpus_per_worker,
+                    cpus_per_worker=cpus_per_worker,
+                    address=address,
+                    log=say,
+                )
+            elif n_process > 1:
+                from .local import default_threads, run_pool
+
+                if gpu_id >= 0:  # fail here, clearly, rather than in every worker
+                    import spacy
+
+                    spacy.require_gpu(gpu_id)
+                bar.start(total=None)
+                results = run_pool(
+                    pending(), model, options, n_process=n_process, gpu_id=gpu_id, threads=threads or default_threads(n_process)
+                )
+            else:
+                from .local import run_inline
+
+                bar.start(total=None)
+                results = run_inline(pending(), model, options, gpu_id=gpu_id, threads=threads, on_docs=bar.docs)
+            try:
+                for result in results:
+                    if result.get("fatal"):
+                        raise BadInput(f"{result['fatal']} (pass --skip-errors to record bad lines and go on)")
+                    if _fail_after_shards is not None and summary.shards + 1 >= _fail_after_shards:
+                        out.write_shard(result)  # files written, manifest not: as if killed in between
+                        raise _InjectedFailure(f"injected failure after shard {result['index']}")
+                    t_write = time.time()
+                    out.record_shard(result)
+                    summary.write_seconds += time.time() - t_write
+                    summary.shards += 1
+                    summary.documents += result["n_docs"]
+                    summary.tokens += result["n_tokens"]
+                    summary.clusters += result["n_clusters"]
+                    summary.errors += result["n_errors"]
+                    if "t_start" in result:
+                        windows.append((result["t_start"], result["t_end"]))
+                    pid = str(result.get("pid"))
+                    summary.worker_peak_rss_mb[pid] = max(summary.worker_peak_rss_mb.get(pid, 0.0), result.get("peak_rss_mb", 0.0))
+                    bar.shard(result)
+            finally:
+                close = getattr(results, "close", None)
+                if close is not None:
+                    close()
+            out.finish(counter["shards"])
+        finally:
+            bar.close()
+        summary.seconds = time.time() - start
+        if windows:
+            summary.busy_seconds = max(t for _, t in windows) - min(t for t, _ in windows)
+        summary.totals = out.totals()
+        summary.complete = True
+    return summary
+
+
+class _Progress:
+    """A tqdm bar of documents with documents/s and tokens/s."""
+
+    def __init__(self, enabled: Optional[bool]) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.bar = None
+        self.tokens = 0
+        self.per_doc = False
+        self.t0 = time.time()
+
+    def start(self, total: Optional[int]) -> None:
+        self.t0 = time.time()
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total or None, unit=" docs", file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+
+    def _postfix(self) -> None:
+        if self.bar is not None:
+            rate = self.tokens / max(time.time() - self.t0, 1e-9)
+            self.bar.set_postfix_str(f"{rate:,.0f} tokens/s", refresh=False)
+
+    def docs(self, n_docs: int, n_tokens: int) -> None:
+        """Per document (the inline engine)."""
+        self.per_doc = True
+        self.tokens += n_tokens
+        if self.bar is not None:
+            self._postfix()
+            self.bar.update(n_docs)
+
+    def shard(self, result: Dict[str, Any]) -> None:
+        """Per finished shard (pool and Ray engines); errors count as done items."""
+        if self.per_doc:
+            if self.bar is not None and result["n_errors"]:
+                self.bar.update(result["n_errors"])
+            return
+        self.tokens += result["n_tokens"]
+        if self.bar is not None:
+            self._postfix()
+            self.bar.update(result["n_items"])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def format_summary(summary: AnnotateSummary) -> List[str]:
+    """Readable lines about a finished run."""
+    t = summary.totals
+    lines = [
+        f"annotated {summary.documents:,} documents ({summary.tokens:,} tokens, {summary.clusters:,} clusters) "
+        f"in {summary.shards} shards, {summary.errors:,} errors, in {summary.seconds:.1f} s: "
+        f"{summary.docs_per_s:,.1f} documents/s, {summary.tokens_per_s:,.0f} tokens/s",
+    ]
+    if summary.skipped_shards:
+        lines.append(f"skipped {summary.skipped_shards} shards done by an earlier run")
+    lines.append(
+        f"{summary.output_dir}: {t.get('n_docs', 0):,} documents + {t.get('n_errors', 0):,} errors "
+        f"= {t.get('n_items', 0):,} input documents in {t.get('n_shards', 0)} shards (manifest.json)"
+    )
+    if t.get("n_errors"):
+        lines.append(f"bad lines: {os.path.join(summary.output_dir, 'shard-*.errors.jsonl')}")
+    return lines

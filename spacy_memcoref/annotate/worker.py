@@ -1,0 +1,213 @@
+"""The work of one shard, the same in every engine: read its items, run the
+pipeline over the documents with `nlp.pipe` in batches, and serialize the
+output files (JSONL records, a DocBin, the errors) as bytes for the writer.
+
+A document's record:
+
+    {"id": ..., "n_tokens": 9, "clusters": [
+        {"name": "Alice", "mentions": [{"start": 0, "end": 5, "text": "Alice"},
+                                       {"start": 15, "end": 18, "text": "She"}]}]}
+
+start/end are character offsets into the text (Python string indices, end
+exclusive); name is the cluster's first proper-noun mention, else its longest.
+"""
+import json
+import os
+import resource
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from ..pipeline.gold import cluster_groups
+from .inputs import ShardPlan, read_shard
+
+DEFAULT_PREFIX = "coref_clusters"
+
+
+def is_proper_mention(span) -> bool:
+    """Whether a mention is a proper noun: a PROPN token when the pipeline
+    tags parts of speech; otherwise a capitalized word that is not a stop
+    word ("Alice", "New York", not "She" or "The company")."""
+    doc = span.doc
+    if doc.has_annotation("POS"):
+        return any(tok.pos_ == "PROPN" for tok in span)
+    return any(tok.is_alpha and tok.text[:1].isupper() and not tok.is_stop for tok in span)
+
+
+def representative_name(spans) -> str:
+    """A cluster's name: its first proper-noun mention in the text, else its
+    longest mention (the first of the longest on a tie).
+
+    spans (Iterable[Span]): the cluster's mentions.
+    RETURNS (str): the name ("" for an empty cluster).
+    """
+    ordered = sorted(spans, key=lambda s: (s.start_char, s.end_char))
+    for span in ordered:
+        if is_proper_mention(span):
+            return span.text
+    best = None
+    for span in ordered:
+        if best is None or len(span.text) > len(best.text):
+            best = span
+    return best.text if best is not None else ""
+
+
+def doc_record(doc_id: Any, doc, prefix: str = DEFAULT_PREFIX) -> Dict[str, Any]:
+    """The JSON record of an annotated Doc.
+
+    doc_id (Any): the document id.
+    doc (Doc): the Doc with clusters in doc.spans[f"{prefix}_{i}"].
+    prefix (str): the span-group prefix of the clusters.
+    RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions).
+    """
+    clusters = []
+    for key in cluster_groups(doc, prefix):
+        spans = list(doc.spans[key])
+        if not spans:
+            continue
+        mentions = sorted(spans, key=lambda s: (s.start_char, s.end_char))
+        clusters.append(
+            {
+                "name": representative_name(mentions),
+                "mentions": [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in mentions],
+            }
+        )
+    return {"id": doc_id, "n_tokens": len(doc), "clusters": clusters}
+
+
+def dumps(record: Dict[str, Any]) -> str:
+    """One JSONL line (no newline), the same bytes in every engine."""
+    return json.dumps(record, ensure_ascii=False)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB: VmHWM where Linux
+    has it (ru_maxrss of a spawned child is floored at its parent's peak)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _die_once(spec: Optional[Dict[str, Any]], index: int) -> None:
+    """Testing hook: kill this process (as a crash would) the first time it
+    reaches shard spec["shard"]; spec["marker"] is a file that records that it
+    happened, so the retry goes through."""
+    if not spec or spec.get("shard") != index:
+        return
+    marker = spec["marker"]
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(17)
+
+
+def annotate_shard(
+    nlp,
+    plan: ShardPlan,
+    options: Dict[str, Any],
+    *,
+    on_docs: Optional[Callable[[int, int], None]] = None,
+) -> Dict[str, Any]:
+    """Annotate one shard.
+
+    nlp (Language): the loaded pipeline.
+    plan (ShardPlan): the shard.
+    options (Dict[str, Any]): text_field, id_field, encoding, batch_size,
+        formats (list of "jsonl"/"spacy"), prefix, skip_errors.
+    on_docs (Optional[Callable[[int, int], None]]): called with (documents,
+        tokens) as documents are done, for a progress bar.
+    RETURNS (Dict[str, Any]): index, digest, counts (n_items, n_docs,
+        n_errors, n_tokens, n_clusters), files (name suffix -> bytes), fatal
+        (the first bad item's "file:line: reason" when errors are not
+        skipped, else None), and the worker's pid, peak RSS and timings.
+    """
+    t_start = time.time()
+    prefix = options.get("prefix") or DEFAULT_PREFIX
+    formats = options.get("formats") or ["jsonl"]
+    result: Dict[str, Any] = {
+        "index": plan.index,
+        "digest": plan.digest,
+        "n_items": plan.n_items,
+        "n_docs": 0,
+        "n_errors": 0,
+        "n_tokens": 0,
+        "n_clusters": 0,
+        "files": {},
+        "fatal": None,
+        "pid": os.getpid(),
+    }
+    items = list(
+        read_shard(
+            plan,
+            vocab=nlp.vocab,
+            text_field=options.get("text_field", "text"),
+            id_field=options.get("id_field", "id"),
+            encoding=options.get("encoding", "utf-8"),
+        )
+    )
+    if len(items) != plan.n_items:
+        raise RuntimeError(f"shard {plan.index}: read {len(items)} items, planned {plan.n_items} (did the input change?)")
+    bad = [item for item in items if item.error is not None]
+    if bad and not options.get("skip_errors"):
+        result["fatal"] = bad[0].error_message()
+        return result
+    good = [item for item in items if item.error is None]
+    for item in good:
+        if not isinstance(item.content, str):  # a Doc from a DocBin: drop its gold clusters
+            for key in cluster_groups(item.content, prefix):
+                del item.content.spans[key]
+    lines: List[str] = []
+    docbin = None
+    if "spacy" in formats:
+        from spacy.tokens import DocBin
+
+        docbin = DocBin(store_user_data=True)
+    die_once = options.get("_die_once")
+    docs = nlp.pipe((item.content for item in good), batch_size=int(options.get("batch_size", 8)))
+    for item, doc in zip(good, docs):
+        record = doc_record(item.id, doc, prefix)
+        lines.append(dumps(record))
+        result["n_docs"] += 1
+        result["n_tokens"] += record["n_tokens"]
+        result["n_clusters"] += len(record["clusters"])
+        if docbin is not None:
+            doc.user_data.setdefault("doc_id", item.id)
+            docbin.add(doc)
+        if on_docs is not None:
+            on_docs(1, record["n_tokens"])
+        _die_once(die_once, plan.index)
+    if result["n_docs"] != len(good):
+        raise RuntimeError(f"shard {plan.index}: the pipeline returned {result['n_docs']} of {len(good)} documents")
+    result["n_errors"] = len(bad)
+    if "jsonl" in formats:
+        result["files"]["jsonl"] = "".join(line + "\n" for line in lines).encode("utf-8")
+    if docbin is not None:
+        result["files"]["spacy"] = docbin.to_bytes()
+    if bad:
+        result["files"]["errors.jsonl"] = "".join(dumps(item.error_record()) + "\n" for item in bad).encode("utf-8")
+    result["t_start"], result["t_end"] = t_start, time.time()
+    result["peak_rss_mb"] = peak_rss_mb()
+    return result
+
+
+def load_pipeline(model: str, *, gpu_id: int = -1, threads: Optional[int] = None):
+    """spacy.load a pipeline for annotation, on a GPU when gpu_id >= 0, with
+    torch limited to `threads` threads when given."""
+    import spacy
+
+    if threads is not None and threads > 0:
+        try:
+            import torch
+
+            torch.set_num_threads(int(threads))
+        except ImportError:  # pragma: no cover - torch is a dependency
+            pass
+    if gpu_id is not None and gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    return spacy.load(model)

@@ -1,0 +1,479 @@
+"""`annotate`: corpus in, shards of clusters out; resume, bad input, engines.
+
+A small CNN-tok2vec s2e pipeline, overfit for a few seconds so that it finds
+clusters, stands in for a trained model. The Ray tests share one local
+cluster (num_cpus=2) and skip when the `ray` extra is not installed.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from thinc.api import Adam, fix_random_seed
+from typer.testing import CliRunner
+
+from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_name
+from spacy_memcoref.annotate.output import OutputMismatch
+from spacy_memcoref.annotate.runner import BadInput, _InjectedFailure
+from spacy_memcoref.cli import app
+from tok2vec_config import cnn_tok2vec
+
+REPO = Path(__file__).resolve().parent.parent
+
+TRAIN = [
+    ("Alice met Bob . She said he was late .", [[(0, 0), (4, 4)], [(2, 2), (6, 6)]]),
+    ("The company said its profits rose . It was happy .", [[(0, 1), (3, 3), (7, 7)]]),
+    ("John saw Mary and waved to her . He smiled at her .", [[(0, 0), (8, 8)], [(2, 2), (6, 6), (11, 11)]]),
+]
+TEXTS = [
+    "Alice met Bob. She said he was late.",
+    "The company said its profits rose. It was happy.",
+    "John saw Mary and waved to her. He smiled at her.",
+    "Hello.",
+    "",
+    "Alice met Bob. She said he was late. John saw Mary and waved to her.",
+    "The company said its profits rose.\nIt was happy, said Alice.",
+]
+
+
+def corpus_texts(n: int):
+    return [TEXTS[i % len(TEXTS)] + ("" if i < len(TEXTS) else f" Number {i}.") for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> str:
+    """An s2e pipeline (CNN tok2vec) overfit on three documents, on disk."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "memcoref",
+        config={
+            "model": {
+                "@architectures": "spacy_memcoref.S2E.v1",
+                "hidden_size": 64,
+                "dropout": 0.0,
+                "max_width": 10,
+                "top_lambda": 0.4,
+                "max_antecedents": None,
+                "use_speakers": True,
+                "head_lr_scale": 1.0,
+                "chunk_size": 512,
+                "mention_loss_weight": 1.0,
+                "tok2vec": cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3),
+            }
+        },
+    )
+    examples = []
+    for text, clusters in TRAIN:
+        ref = Doc(nlp.vocab, words=text.split())
+        for i, cluster in enumerate(clusters, start=1):
+            ref.spans[f"coref_clusters_{i}"] = [ref[s : e + 1] for s, e in cluster]
+        examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.003)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer)
+    path = tmp_path_factory.mktemp("annotate_model") / "s2e"
+    nlp.to_disk(path)
+    return str(path)
+
+
+def write_jsonl(path: Path, texts, ids=None) -> Path:
+    ids = ids or [f"doc{i}" for i in range(len(texts))]
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)), encoding="utf8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """23 documents in one JSONL file."""
+    return write_jsonl(tmp_path_factory.mktemp("annotate_corpus") / "corpus.jsonl", corpus_texts(23))
+
+
+@pytest.fixture(scope="module")
+def reference(model_dir, corpus, tmp_path_factory) -> Path:
+    """The corpus annotated by the local engine in this process (jsonl + spacy)."""
+    import torch
+
+    out = tmp_path_factory.mktemp("annotate_reference") / "out"
+    threads = torch.get_num_threads()
+    try:  # one torch thread, as in the workers of the other engines
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def read_records(out: Path):
+    records = []
+    for shard in sorted(out.glob("shard-*.jsonl")):
+        if shard.name.endswith(".errors.jsonl"):
+            continue
+        records.extend(json.loads(line) for line in shard.read_text(encoding="utf8").splitlines())
+    return records
+
+
+def read_errors(out: Path):
+    return [json.loads(line) for shard in sorted(out.glob("shard-*.errors.jsonl")) for line in shard.read_text(encoding="utf8").splitlines()]
+
+
+def shard_bytes(out: Path):
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name.startswith("shard-")}
+
+
+def manifest(out: Path):
+    return json.loads((out / "manifest.json").read_text(encoding="utf8"))
+
+
+# ----- records ------------------------------------------------------------------
+
+
+def test_representative_name_is_first_proper_noun_else_longest():
+    nlp = spacy.blank("en")
+    doc = nlp("She said the tall woman, Alice Smith, was late. Alice laughed.")
+    she, woman, alice_smith, alice = doc[0:1], doc[2:5], doc[6:8], doc[12:13]
+    assert representative_name([she, woman, alice_smith, alice]) == "Alice Smith"
+    assert representative_name([alice, she]) == "Alice"
+    assert representative_name([she, woman]) == "the tall woman"
+    doc.spans["coref_clusters_1"] = [alice_smith, she, alice]
+    doc.spans["coref_clusters_2"] = []  # an empty group is no cluster
+    record = doc_record("d1", doc)
+    assert record == {
+        "id": "d1",
+        "n_tokens": len(doc),
+        "clusters": [
+            {
+                "name": "Alice Smith",
+                "mentions": [
+                    {"start": 0, "end": 3, "text": "She"},
+                    {"start": 25, "end": 36, "text": "Alice Smith"},
+                    {"start": 48, "end": 53, "text": "Alice"},
+                ],
+            }
+        ],
+    }
+    # with part-of-speech tags, PROPN decides
+    tagged = Doc(nlp.vocab, words=["The", "Boss", "left", ".", "Ann", "smiled"], pos=["DET", "NOUN", "VERB", "PUNCT", "PROPN", "VERB"])
+    assert representative_name([tagged[0:2], tagged[4:5]]) == "Ann"
+
+
+# ----- the local engine ---------------------------------------------------------
+
+
+def test_local_jsonl_shards_manifest_and_records(reference, corpus):
+    texts = [json.loads(line)["text"] for line in corpus.read_text(encoding="utf8").splitlines()]
+    records = read_records(reference)
+    # shard k = documents [5k, 5k + 5): 5 shards, input order, every id once
+    assert [p.name for p in sorted(reference.glob("shard-*.jsonl"))] == [f"shard-{k:06d}.jsonl" for k in range(5)]
+    assert [r["id"] for r in records] == [f"doc{i}" for i in range(23)]
+    n_mentions = 0
+    for record, text in zip(records, texts):
+        for cluster in record["clusters"]:
+            assert cluster["name"] in [m["text"] for m in cluster["mentions"]]
+            for mention in cluster["mentions"]:
+                assert text[mention["start"] : mention["end"]] == mention["text"]
+                n_mentions += 1
+    assert n_mentions > 10, "the overfit pipeline should find clusters"
+    assert records[0]["clusters"], records[0]
+    m = manifest(reference)
+    assert m["complete"] and m["n_shards"] == 5
+    assert m["totals"]["n_docs"] == 23 and m["totals"]["n_errors"] == 0
+    assert m["totals"]["n_clusters"] == sum(len(r["clusters"]) for r in records)
+    # the DocBins hold the same clusters, and the ids
+    nlp = spacy.blank("en")
+    docs = [d for p in sorted(reference.glob("shard-*.spacy")) for d in DocBin().from_disk(p).get_docs(nlp.vocab)]
+    assert [d.user_data["doc_id"] for d in docs] == [r["id"] for r in records]
+    assert [doc_record(d.user_data["doc_id"], d) for d in docs] == records
+
+
+def test_txt_folder_and_docbin_inputs(model_dir, reference, tmp_path):
+    records = read_records(reference)
+    books = tmp_path / "books"
+    (books / "b").mkdir(parents=True)
+    (books / "a.txt").write_text(TEXTS[0], encoding="utf8")
+    (books / "b" / "c.txt").write_text(TEXTS[2], encoding="utf8")
+    (books / "README").write_text("not a document", encoding="utf8")
+    out = tmp_path / "out_txt"
+    summary = annotate_corpus(model_dir, books, out, shard_size=1, progress=False)
+    got = read_records(out)
+    assert [r["id"] for r in got] == ["a.txt", "b/c.txt"]
+    assert [r["clusters"] for r in got] == [records[0]["clusters"], records[2]["clusters"]]
+    assert summary.documents == 2 and summary.shards == 2
+
+    nlp = spacy.blank("en")
+    docbin = DocBin(store_user_data=True)
+    for i, text in enumerate(TEXTS[:3]):
+        doc = nlp(text)
+        doc.user_data["doc_id"] = f"d{i}"
+        doc.spans["coref_clusters_1"] = [doc[0:1], doc[1:2]]  # gold: dropped before predicting
+        docbin.add(doc)
+    docbin.to_disk(tmp_path / "docs.spacy")
+    out = tmp_path / "out_spacy"
+    annotate_corpus(model_dir, tmp_path / "docs.spacy", out, formats="spacy,jsonl", shard_size=2, progress=False)
+    assert [r["id"] for r in read_records(out)] == ["d0", "d1", "d2"]
+    assert [r["clusters"] for r in read_records(out)] == [r["clusters"] for r in records[:3]]
+    assert sorted(p.name for p in out.glob("shard-*.spacy")) == ["shard-000000.spacy", "shard-000001.spacy"]
+
+
+def test_output_folder_inside_the_input_folder_is_not_input(model_dir, tmp_path):
+    folder = tmp_path / "news"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", TEXTS[:3])
+    out = folder / "coref"
+    assert annotate_corpus(model_dir, folder, out, progress=False).documents == 3
+    again = annotate_corpus(model_dir, folder, out, progress=False)  # its shards are not read as input
+    assert again.documents == 0 and again.skipped_shards == 1 and again.totals["n_docs"] == 3
+
+
+def test_cli_annotate_and_rerun_of_finished_output(model_dir, corpus, reference, tmp_path):
+    out = tmp_path / "out"
+    args = ["annotate", model_dir, str(corpus), str(out), "--shard-size", "5", "--batch-size", "4", "--format", "jsonl,spacy", "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["documents"] == 23 and summary["errors"] == 0 and summary["shards"] == 5
+    assert summary["tokens"] > 0 and summary["clusters"] > 0 and summary["complete"]
+    assert shard_bytes(out) == shard_bytes(reference)
+    # a rerun finds everything done and changes nothing
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["shards"] == 0 and summary["skipped_shards"] == 5 and summary["totals"]["n_docs"] == 23
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name.startswith("shard-")} == {
+        k: v for k, v in before.items() if k.startswith("shard-")
+    }
+
+
+def test_resume_after_an_interrupted_run(model_dir, corpus, reference, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(_InjectedFailure):
+        # killed after shard 2's files were written but before the manifest recorded it
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False, _fail_after_shards=3)
+    assert sorted(manifest(out)["shards"]) == ["0", "1"] and not manifest(out)["complete"]
+    assert (out / "shard-000002.jsonl").exists()  # an orphan shard the rerun must replace, not duplicate
+    (out / ".shard-000003.jsonl.abc123.tmp").write_text('{"id": "half a line', encoding="utf8")  # a half-written temp
+    summary = annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
+    assert summary.skipped_shards == 2 and summary.shards == 3 and summary.documents == 13
+    ids = [r["id"] for r in read_records(out)]
+    assert ids == [f"doc{i}" for i in range(23)]  # each exactly once, in order
+    assert shard_bytes(out) == shard_bytes(reference)
+    assert not list(out.glob(".*.tmp"))
+    assert manifest(out)["complete"]
+
+
+def test_refuses_another_runs_output_unless_overwrite(model_dir, corpus, tmp_path):
+    out = tmp_path / "out"
+    annotate_corpus(model_dir, corpus, out, shard_size=10, progress=False)
+    with pytest.raises(OutputMismatch, match="shard_size"):
+        annotate_corpus(model_dir, corpus, out, shard_size=5, progress=False)
+    other = write_jsonl(tmp_path / "other.jsonl", ["Bob left."])
+    with pytest.raises(OutputMismatch, match="input"):
+        annotate_corpus(model_dir, other, out, shard_size=10, progress=False)
+    summary = annotate_corpus(model_dir, other, out, shard_size=10, progress=False, overwrite=True)
+    assert summary.documents == 1 and [r["id"] for r in read_records(out)] == ["doc0"]
+    # the same file, edited: the digest of a finished shard no longer matches
+    write_jsonl(other, ["Bob left.", "Ann came."], ids=["x", "y"])
+    with pytest.raises(OutputMismatch, match="changed"):
+        annotate_corpus(model_dir, other, out, shard_size=10, progress=False)
+
+
+def test_clear_errors_for_missing_model_input_and_options(model_dir, corpus, tmp_path):
+    runner = CliRunner()
+    cases = [
+        (["annotate", str(tmp_path / "nope"), str(corpus), str(tmp_path / "o1")], "cannot find the pipeline"),
+        (["annotate", model_dir, str(tmp_path / "missing.jsonl"), str(tmp_path / "o2")], "missing.jsonl: no such file or folder"),
+        (["annotate", model_dir, str(corpus), str(tmp_path / "o3"), "--workers", "2"], "--workers does not apply to --engine local"),
+        (["annotate", model_dir, str(corpus), str(tmp_path / "o4"), "--format", "csv"], "--format must be"),
+        (["annotate", model_dir, str(corpus), str(tmp_path / "o5"), "--shard-size", "0"], "--shard-size must be a positive integer"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert message in result.output, (args, result.output)
+
+
+def test_ray_engine_without_ray_says_how_to_install(model_dir, corpus, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(tmp_path / "o"), "--engine", "ray"])
+    assert result.exit_code == 1
+    assert 'pip install "spacy-memcoref[ray]"' in result.output
+    assert not (tmp_path / "o").exists()
+
+
+# ----- bad input ------------------------------------------------------------------
+
+
+def bad_corpus(path: Path) -> Path:
+    lines = [
+        json.dumps({"id": "a", "text": "Alice met Bob. She said he was late."}).encode(),
+        b"",  # a blank line is no document
+        b'{"id": "b", "text": "unterminated',
+        json.dumps({"id": "c", "body": "no text field"}).encode(),
+        json.dumps({"id": "d", "text": "Bad bytes: "}).encode()[:-2] + b"\xff\xfe" + b'"}',
+        json.dumps({"id": "e", "text": "John saw Mary and waved to her."}).encode(),
+        json.dumps(["not", "an", "object"]).encode(),
+        json.dumps({"text": "No id: the default is file:line."}).encode(),
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_bad_line_stops_with_file_line_reason(model_dir, tmp_path):
+    corpus = bad_corpus(tmp_path / "bad.jsonl")
+    with pytest.raises(BadInput, match=rf"{corpus}:3: malformed JSON"):
+        annotate_corpus(model_dir, corpus, tmp_path / "out", shard_size=100, progress=False)
+    assert not list((tmp_path / "out").glob("shard-*"))
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert f"{corpus}:3: malformed JSON" in result.output and "--skip-errors" in result.output
+
+
+def test_skip_errors_records_bad_lines_and_counts_add_up(model_dir, tmp_path):
+    corpus = bad_corpus(tmp_path / "bad.jsonl")
+    out = tmp_path / "out"
+    summary = annotate_corpus(model_dir, corpus, out, shard_size=3, skip_errors=True, progress=False)
+    records, errors = read_records(out), read_errors(out)
+    assert [r["id"] for r in records] == ["a", "e", "bad.jsonl:8"]
+    assert [(e["line"], e.get("id")) for e in errors] == [(3, None), (4, "c"), (5, None), (7, None)]
+    reasons = [e["reason"] for e in errors]
+    assert reasons[0].startswith("malformed JSON")
+    assert reasons[1] == "missing text field 'text'"
+    assert reasons[2].startswith("undecodable bytes")
+    assert reasons[3] == "expected a JSON object, found list"
+    assert all(e["file"] == str(corpus) for e in errors)
+    # documents in = documents out + documents reported as errors
+    assert summary.documents + summary.errors == 7 == summary.totals["n_items"]
+    assert summary.errors == 4
+    # --text-field
+    alt = tmp_path / "alt.jsonl"
+    alt.write_text(json.dumps({"id": 1, "body": "Alice met Bob."}) + "\n", encoding="utf8")
+    summary = annotate_corpus(model_dir, alt, tmp_path / "alt_out", text_field="body", progress=False)
+    assert summary.documents == 1 and read_records(tmp_path / "alt_out")[0]["id"] == 1
+
+
+def test_undecodable_txt_file(model_dir, tmp_path):
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "good.txt").write_text(TEXTS[0], encoding="utf8")
+    (books / "latin1.txt").write_bytes("Line one.\nCaf\xe9 au lait.".encode("latin-1"))
+    with pytest.raises(BadInput, match=r"latin1.txt:2: undecodable bytes"):
+        annotate_corpus(model_dir, books, tmp_path / "out", progress=False)
+    summary = annotate_corpus(model_dir, books, tmp_path / "out2", skip_errors=True, progress=False)
+    assert summary.documents == 1 and summary.errors == 1
+    summary = annotate_corpus(model_dir, books, tmp_path / "out3", encoding="latin-1", progress=False)
+    assert summary.documents == 2
+
+
+def test_empty_input(model_dir, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf8")
+    summary = annotate_corpus(model_dir, empty, tmp_path / "out", progress=False)
+    assert summary.documents == 0 and summary.shards == 0 and summary.complete
+    assert manifest(tmp_path / "out")["complete"] and manifest(tmp_path / "out")["n_shards"] == 0
+    assert not list((tmp_path / "out").glob("shard-*"))
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(ValueError, match="no input files"):
+        annotate_corpus(model_dir, tmp_path / "nothing", tmp_path / "out2", progress=False)
+
+
+def test_document_of_20k_tokens(model_dir, tmp_path):
+    book = tmp_path / "book.txt"
+    text = "Alice met Bob. She said he was late. " * 2000  # 20,000 tokens
+    book.write_text(text, encoding="utf8")
+    summary = annotate_corpus(model_dir, book, tmp_path / "out", progress=False)
+    (record,) = read_records(tmp_path / "out")
+    assert record["n_tokens"] == 20000 and summary.tokens == 20000
+    mentions = [m for c in record["clusters"] for m in c["mentions"]]
+    assert mentions and max(m["end"] for m in mentions) > 0.75 * len(text)  # the end is not dropped
+    assert all(text[m["start"] : m["end"]] == m["text"] for m in mentions)
+
+
+# ----- several processes ------------------------------------------------------------
+
+
+def test_two_processes_equal_one_and_survive_a_worker_death(model_dir, corpus, reference, tmp_path):
+    out = tmp_path / "out"
+    marker = tmp_path / "died"
+    summary = annotate_corpus(
+        model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, n_process=2, progress=False,
+        _die_once={"shard": 1, "marker": str(marker)},
+    )
+    assert marker.exists(), "the worker annotating shard 1 should have died once"
+    assert summary.documents == 23 and summary.shards == 5
+    assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
+    assert shard_bytes(out) == shard_bytes(reference)
+
+
+# ----- Ray ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray", reason='the ray extra is not installed (pip install "spacy-memcoref[ray]")')
+    pytest.importorskip("ray.data", reason="ray[data] is not installed")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}},
+        )
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def test_ray_equals_local_and_survives_an_actor_death(ray_cluster, model_dir, corpus, reference, tmp_path):
+    out = tmp_path / "out"
+    marker = tmp_path / "died"
+    summary = annotate_corpus(
+        model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False,
+        _die_once={"shard": 2, "marker": str(marker)},
+    )
+    assert marker.exists(), "the actor annotating shard 2 should have died once"
+    assert summary.documents == 23 and summary.shards == 5 and summary.errors == 0
+    assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
+    assert shard_bytes(out) == shard_bytes(reference)
+    assert manifest(out) == manifest(reference)
+
+
+def test_ray_resumes_a_local_run_and_skips_errors(ray_cluster, model_dir, corpus, reference, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(_InjectedFailure):
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False, _fail_after_shards=2)
+    summary = annotate_corpus(model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
+    assert summary.skipped_shards == 1 and summary.shards == 4
+    assert shard_bytes(out) == shard_bytes(reference)
+    # bad lines: the same errors files as the local engine
+    bad = bad_corpus(tmp_path / "bad.jsonl")
+    local_out, ray_out = tmp_path / "bad_local", tmp_path / "bad_ray"
+    annotate_corpus(model_dir, bad, local_out, shard_size=3, skip_errors=True, progress=False)
+    annotate_corpus(model_dir, bad, ray_out, engine="ray", workers=2, shard_size=3, skip_errors=True, progress=False)
+    assert shard_bytes(ray_out) == shard_bytes(local_out)
+    with pytest.raises(BadInput, match=rf"{bad}:3: malformed JSON"):
+        annotate_corpus(model_dir, bad, tmp_path / "bad_stop", engine="ray", workers=2, shard_size=3, progress=False)
+
+
+def test_memcoref_predictor_on_a_dataset_of_ones_own(ray_cluster, model_dir, corpus, reference):
+    from spacy_memcoref.annotate import MemcorefPredictor, annotate_dataset
+
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf8").splitlines()]
+    ds = ray_cluster.data.from_items(rows, override_num_blocks=2)
+    got = sorted(annotate_dataset(ds, model_dir, workers=2, batch_size=4).take_all(), key=lambda r: int(r["id"][3:]))
+    expected = read_records(reference)
+    assert [r["id"] for r in got] == [r["id"] for r in expected]
+    assert [r["clusters"] for r in got] == [r["clusters"] for r in expected]
+    assert [r["n_tokens"] for r in got] == [r["n_tokens"] for r in expected]
+    # the class directly, as in the README, with pandas batches
+    ds = ray_cluster.data.from_items(rows[:4]).map_batches(
+        MemcorefPredictor, fn_constructor_kwargs={"model": model_dir}, batch_size=2, batch_format="pandas",
+        compute=ray_cluster.data.ActorPoolStrategy(size=1),
+    )
+    got = sorted(ds.take_all(), key=lambda r: r["id"])
+    assert [list(r["clusters"]) for r in got][0] and len(got) == 4
