@@ -12,6 +12,10 @@ the clock paused, and the snapshots are scored on dev after the budget is
 spent. So the minutes are training minutes; `spacy train` adds its own
 evaluations (about a minute each on OntoGUM dev on 2 cores) on top.
 
+Each snapshot is also decoded at other link thresholds (the pair scores are
+computed once): "best threshold" shows how much of the score a
+better-calibrated link decision would add, so a change that improves the
+antecedent ranking shows even while the default decision links too little.
 Prints one table row a snapshot and writes OUTPUT/curve.json. Extra
 `--section.key value` arguments are config overrides, as for `spacy train`.
 """
@@ -109,15 +113,53 @@ def train_for_budget(config_path: Path, output: Path, minutes: List[float], over
     return records
 
 
-def score_snapshot(path: str, dev_path: Path) -> Dict[str, float]:
+THRESHOLDS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)
+KEYS = ("coref_conll_f", "coref_muc_f", "coref_b3_f", "coref_ceafe_f", "coref_lea_f", "coref_mentions_p", "coref_mentions_r")
+
+
+def score_snapshot(path: str, dev_path: Path) -> Dict[str, Any]:
+    """Dev scores of a saved s2e pipeline at its own link threshold, and at
+    the best of THRESHOLDS (how much a better-calibrated link decision would
+    give: the antecedent ranking is scored apart from the decision). The
+    pair scores are computed once a document; only the decoding repeats."""
     import spacy
     from spacy.training import Corpus
+    from thinc.api import xp2torch
+
+    from spacy_memcoref.models.encoder import encode_for_inference
+    from spacy_memcoref.models.pytorch_s2e import links_to_clusters
+    from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
     nlp = spacy.load(path)
+    pipe = nlp.get_pipe("memcoref")
+    tok2vec, head_layer = pipe.model.layers[0], pipe.model.layers[1]
+    head = head_layer.shims[0]._model
+    head.eval()
+    make_input = head_layer.attrs["make_head_input"]
     examples = list(Corpus(str(dev_path), max_length=0)(nlp))
-    scores = nlp.evaluate(examples)
-    keys = ["coref_conll_f", "coref_muc_f", "coref_b3_f", "coref_ceafe_f", "coref_lea_f", "coref_mentions_p", "coref_mentions_r", "coref_mentions_f"]
-    return {k: round(100 * float(scores.get(k) or 0.0), 2) for k in keys}
+    links = []
+    for eg in examples:
+        vectors = encode_for_inference(tok2vec, [eg.predicted])[0]
+        links.append(head.document_links(make_input(eg.predicted, xp2torch(vectors))))
+    by_threshold = {}
+    for threshold in sorted(set(THRESHOLDS) | {head.link_threshold}):
+        for eg, doc_links in zip(examples, links):
+            doc = eg.predicted
+            for key in [k for k in doc.spans if k.startswith(pipe.prefix + "_")]:
+                del doc.spans[key]
+            for i, cluster in enumerate(links_to_clusters(doc_links, threshold), start=1):
+                doc.spans[f"{pipe.prefix}_{i}"] = [doc[s : e + 1] for s, e in cluster]
+        scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
+        by_threshold[threshold] = {k: round(100 * float(scores.get(k) or 0.0), 2) for k in KEYS}
+    own = by_threshold[head.link_threshold]
+    best = max(by_threshold, key=lambda t: by_threshold[t]["coref_conll_f"])
+    return {
+        **own,
+        "best_threshold": best,
+        "best_conll_f": by_threshold[best]["coref_conll_f"],
+        "best_mentions_r": by_threshold[best]["coref_mentions_r"],
+        "by_threshold": {str(t): v for t, v in by_threshold.items()},
+    }
 
 
 def main() -> None:
@@ -161,9 +203,12 @@ def main() -> None:
             shutil.rmtree(record["path"], ignore_errors=True)
     result = {"config": str(args.config), "overrides": extra, "threads": threads, "pin": args.pin, "snapshots": records}
     (args.output / "curve.json").write_text(json.dumps(result, indent=2))
-    headers = ["min", "step", "epoch", "CoNLL F1", "MUC", "B3", "CEAFe", "mention R", "mention P"]
+    headers = ["min", "step", "epoch", "CoNLL F1", "MUC", "B3", "CEAFe", "mention R", "mention P", "best threshold", "CoNLL F1 there", "mention R there"]
     rows = [
-        [r["minute"], r["step"], r.get("epoch", ""), r["coref_conll_f"], r["coref_muc_f"], r["coref_b3_f"], r["coref_ceafe_f"], r["coref_mentions_r"], r["coref_mentions_p"]]
+        [
+            r["minute"], r["step"], r.get("epoch", ""), r["coref_conll_f"], r["coref_muc_f"], r["coref_b3_f"], r["coref_ceafe_f"],
+            r["coref_mentions_r"], r["coref_mentions_p"], r["best_threshold"], r["best_conll_f"], r["best_mentions_r"],
+        ]
         for r in records
     ]
     print(_common.table(headers, rows))

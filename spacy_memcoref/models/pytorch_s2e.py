@@ -22,6 +22,10 @@ NEG_INF = -1e30
 # antecedent to the start of the mention): 0, 1, 2, 3, 4, 5-7, 8-15, 16-31,
 # 32-63, 64-127, 128-255, 256+ (Lee et al. 2017 use the same kind of buckets).
 DISTANCE_BUCKET_EDGES = (0, 1, 2, 3, 4, 7, 15, 31, 63, 127, 255)
+# The learned link bias is a single number that has to move by several
+# units, and Adam moves a parameter by about the learning rate a step:
+# scaling it lets it get there in hundreds of steps, not tens of thousands.
+LINK_BIAS_SCALE = 10.0
 
 
 @dataclass
@@ -85,6 +89,13 @@ class S2EHead(nn.Module):
         trains mention scores only through the antecedent loss; on small
         data that lets the head push every kept candidate to "null" before
         gold mentions enter the top-k. 0 gives the paper's loss.
+    link_threshold (float): at inference a mention links to its best
+        antecedent when that pair scores above this (the null antecedent
+        scores 0, so 0 is the paper's decision; lower links more).
+    learn_link_bias (bool): add a learned scalar to every pair score (the
+        null score stays 0), so training can move the link decision as a
+        whole instead of through the mention scores, which the mention loss
+        ties to the rarity of mentions among all spans.
     """
 
     def __init__(
@@ -99,8 +110,11 @@ class S2EHead(nn.Module):
         chunk_size: int = 512,
         use_distance: bool = True,
         mention_loss_weight: float = 1.0,
+        link_threshold: float = 0.0,
+        learn_link_bias: bool = False,
     ) -> None:
         super().__init__()
+        self.link_threshold = link_threshold
         self.use_distance = use_distance
         self.mention_loss_weight = mention_loss_weight
         self.max_width = max_width
@@ -125,6 +139,8 @@ class S2EHead(nn.Module):
         self.speaker_bias = nn.Parameter(torch.zeros(2))
         self.distance_bias = nn.Parameter(torch.zeros(len(DISTANCE_BUCKET_EDGES) + 1))
         self.register_buffer("distance_edges", torch.tensor(DISTANCE_BUCKET_EDGES), persistent=False)
+        # only when asked for, so pipelines saved without it still load
+        self.link_bias = nn.Parameter(torch.zeros(1)) if learn_link_bias else None  # 1-d: thinc optimizers take no 0-d arrays
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -198,6 +214,8 @@ class S2EHead(nn.Module):
         lo = self._antecedent_window(q0)
         scores = queries[q0:q1] @ keys[lo:q1].T
         scores = scores + mention_scores[q0:q1, None] + mention_scores[None, lo:q1]
+        if self.link_bias is not None:
+            scores = scores + LINK_BIAS_SCALE * self.link_bias
         if speakers is not None:
             q_spk = speakers[q0:q1, None]
             c_spk = speakers[None, lo:q1]
@@ -282,24 +300,35 @@ class S2EHead(nn.Module):
         return loss
 
     @torch.no_grad()
-    def document_clusters(self, doc: S2EDocument) -> Clusters:
-        """Best antecedent (or null) a kept candidate, clusters by union; no
-        singletons. Clusters in order of their first mention."""
-        n_tokens = doc.tokens.shape[0]
-        if n_tokens == 0:
-            return []
+    def document_links(self, doc: S2EDocument) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Each kept candidate's best antecedent and that pair's score.
+
+        RETURNS (Tuple[Tensor, Tensor, Tensor, Tensor]): starts, ends (kept
+            candidates in text order), best antecedent index (-1: none
+            precedes), its score (NEG_INF when none precedes).
+        """
         candidates, _ = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
         n_cand = starts.shape[0]
-        antecedents = []
+        best_scores, best_indices = [], []
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
             best_score, best = scores.max(dim=1)
-            # null scores 0: link only when some antecedent scores above it
-            antecedents.append(torch.where(best_score > 0, best + lo, torch.full_like(best, -1)))
-        links = torch.cat(antecedents).tolist()
-        return clusters_from_links(starts.tolist(), ends.tolist(), links)
+            best_scores.append(best_score)
+            best_indices.append(torch.where(best_score > NEG_INF / 2, best + lo, torch.full_like(best, -1)))
+        return starts, ends, torch.cat(best_indices), torch.cat(best_scores)
+
+    def document_clusters(self, doc: S2EDocument, threshold: Optional[float] = None) -> Clusters:
+        """Best antecedent (or null) a kept candidate, clusters by union; no
+        singletons. Clusters in order of their first mention.
+
+        threshold (Optional[float]): link when the best pair scores above
+            it (None: self.link_threshold; null scores 0).
+        """
+        if doc.tokens.shape[0] == 0:
+            return []
+        return links_to_clusters(self.document_links(doc), self.link_threshold if threshold is None else threshold)
 
     def forward(
         self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
@@ -337,6 +366,13 @@ def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int
     pos = torch.searchsorted(gold_keys, cand_keys).clamp(max=gold_keys.shape[0] - 1)
     hit = gold_keys[pos] == cand_keys
     return torch.where(hit, gold_vals[pos], ids)
+
+
+def links_to_clusters(links: Tuple[Tensor, Tensor, Tensor, Tensor], threshold: float) -> Clusters:
+    """Clusters from `S2EHead.document_links`, linking pairs scored above `threshold`."""
+    starts, ends, best, best_score = links
+    chosen = torch.where(best_score > threshold, best, torch.full_like(best, -1))
+    return clusters_from_links(starts.tolist(), ends.tolist(), chosen.tolist())
 
 
 def clusters_from_links(starts: List[int], ends: List[int], links: List[int]) -> Clusters:

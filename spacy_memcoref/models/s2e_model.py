@@ -34,6 +34,8 @@ def build_s2e(
     mention_loss_weight: float = 1.0,
     freeze_encoder: bool = False,
     encoder_layers: int = 1,
+    link_threshold: float = 0.0,
+    learn_link_bias: bool = False,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -58,6 +60,10 @@ def build_s2e(
         times faster on CPU).
     encoder_layers (int): with freeze_encoder, concatenate the transformer's
         last k hidden layers as token features (1: the last layer).
+    link_threshold (float): link a mention to its best antecedent when the
+        pair scores above this (null scores 0; lower links more).
+    learn_link_bias (bool): a learned scalar added to every pair score, so
+        training moves the link decision as a whole (not in the paper).
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -71,6 +77,11 @@ def build_s2e(
     _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
     _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
     _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
+    _check(
+        isinstance(link_threshold, (int, float)) and not isinstance(link_threshold, bool) and abs(link_threshold) < 1e6,
+        f"link_threshold must be a number, got {link_threshold!r}",
+    )
+    _check(isinstance(learn_link_bias, bool), f"learn_link_bias must be true or false, got {learn_link_bias!r}")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -87,6 +98,8 @@ def build_s2e(
         chunk_size=chunk_size,
         use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
+        link_threshold=float(link_threshold),
+        learn_link_bias=learn_link_bias,
     )
 
     def make_head_input(doc: Doc, tokens) -> S2EDocument:
