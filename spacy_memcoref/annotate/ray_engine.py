@@ -25,8 +25,8 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
+from .errors import AnnotateError
 from .inputs import ShardPlan
-from .runner import AnnotateError
 from .worker import DEFAULT_PREFIX, annotate_shard, doc_record, load_pipeline
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'

@@ -20,11 +20,6 @@ class BadInput(ValueError):
     """A bad input item stopped the run (without --skip-errors)."""
 
 
-class AnnotateError(RuntimeError):
-    """The workers failed (a process that keeps dying, a failed Ray job); the
-    shards written so far are kept."""
-
-
 class _InjectedFailure(RuntimeError):
     """Testing hook: the run stops as if killed."""
 
