@@ -10,6 +10,7 @@ from typing import Dict, Optional
 
 import typer
 
+from .doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import DataFormatError, quote, shorten
 
 app = typer.Typer(
@@ -101,7 +102,7 @@ def convert_gap(
 def export_conll(
     input_path: Path = typer.Argument(..., help="A DocBin whose Docs hold clusters."),
     output_path: Path = typer.Argument(..., help="The CoNLL-2012 file to write."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
 ) -> None:
     """Write the clusters under PREFIX as a CoNLL-2012 file the reference scorer reads."""
     from .corpora.conll import docbin_to_conll
@@ -117,7 +118,7 @@ def export_conll(
 def export_gap(
     input_path: Path = typer.Argument(..., help="A DocBin of GAP Docs (made by `convert gap`, then annotated)."),
     output_path: Path = typer.Argument(..., help="The GAP system TSV to write (ID, A-coref, B-coref; no header)."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
 ) -> None:
     """Write a GAP system file: a candidate is linked when it overlaps a mention in
     the pronoun's cluster, or, for Docs annotated by PeTra, when its link
@@ -170,7 +171,7 @@ def predict(
     output_path: Path = typer.Argument(..., help="The DocBin to write, with predicted clusters."),
     batch_size: int = typer.Option(8, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the gold clusters to remove."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the gold clusters to remove."),
 ) -> None:
     """Run a pipeline over the Docs of a DocBin, keeping their tokens, spans and
     user data (GAP labels, doc ids) but not their gold clusters, and save the
@@ -179,7 +180,7 @@ def predict(
 
     from spacy.tokens import DocBin
 
-    from .pipeline.gold import cluster_groups
+    from .doc_helpers.clusters import clear_clusters
     from .util import atomic_output, refuse_overwriting_input
 
     _check_count("--batch-size", batch_size)
@@ -190,8 +191,7 @@ def predict(
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     for doc in docs:
-        for key in cluster_groups(doc, prefix):
-            del doc.spans[key]
+        clear_clusters(doc, prefix)
     out = DocBin(store_user_data=True)
     start = time.time()
     n_tokens = 0
@@ -293,11 +293,10 @@ def _petra_pipe(nlp, component: Optional[str]):
 
 
 def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
-    from .pipeline.gold import cluster_groups
+    from .doc_helpers.clusters import clear_clusters
 
     for doc in docs:
-        for key in cluster_groups(doc, prefix):
-            del doc.spans[key]
+        clear_clusters(doc, prefix)
     return list(_pipe_all(nlp, docs, batch_size))
 
 
@@ -342,8 +341,8 @@ def tune_gap_threshold_cmd(
     0.01, 0.02, ..., 1.00 with the best overall GAP F1 (the middle of a tied
     run), printed with the table, and stored in the component's cfg (and
     config.cfg) so that the saved pipeline uses it on test data."""
+    from .doc_helpers.gap_annotation import has_gap_annotation
     from .scoring.gap_spacy_scorer import gap_gold, tune_gap_threshold
-    from .pipeline.petra_gold import has_gap_annotation
 
     _check_count("--batch-size", batch_size)
     try:
@@ -531,7 +530,7 @@ def visualize_cmd(
     output_dir: Path = typer.Argument(..., help="Folder for the PNG and HTML files (created when missing)."),
     limit: int = typer.Option(3, "--limit", help="Draw the first LIMIT Docs."),
     wrap: int = typer.Option(40, "--wrap", help="Tokens a row of the picture."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Draw PeTra's memory log as in the paper's Figure 5 (per cell an OW and a

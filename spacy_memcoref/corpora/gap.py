@@ -11,6 +11,9 @@ Each row becomes one Doc, tokenized by the pipeline's tokenizer, with
 - `doc.spans["coref_clusters_1"]`: the positive links, i.e. the pronoun with A
   and/or B where their label is TRUE (absent when both are FALSE).
 
+(The keys and labels are `doc_helpers.gap_annotation`'s; the cluster group
+follows `doc_helpers.clusters`.)
+
 Coreference labels are read like the official scorer reads them:
 `value.lower() == "true"` / `"false"`, so TRUE, True, true (any case) are
 accepted; anything else (including surrounding spaces) is an error here,
@@ -30,6 +33,17 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 
+from ..doc_helpers.clusters import CLUSTER_PREFIX, cluster_keys, write_clusters
+from ..doc_helpers.gap_annotation import (
+    GAP_PROBS_KEY,
+    GAP_SPANS_KEY,
+    GAP_USER_DATA_KEY,
+    LABEL_A,
+    LABEL_B,
+    LABEL_PRONOUN,
+    gap_id_from_doc,
+    gap_spans,
+)
 from ..errors import DataFormatError, quote
 from ..util import atomic_output, refuse_overwriting_input
 
@@ -38,11 +52,6 @@ GAP_COLUMNS: Tuple[str, ...] = (
     "B", "B-offset", "B-coref", "URL",
 )
 SYSTEM_COLUMNS: Tuple[str, ...] = ("ID", "A-coref", "B-coref")
-GAP_SPANS_KEY = "gap"
-GAP_USER_DATA_KEY = "gap"
-LABEL_A = "A"
-LABEL_B = "B"
-LABEL_PRONOUN = "PRONOUN"
 
 _OFFSET_RE = re.compile(r"[0-9]+")
 
@@ -277,7 +286,7 @@ def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[s
         linked.append(spans[LABEL_B])
     if len(linked) > 1:
         linked.sort(key=lambda s: (s.start, s.end))
-        doc.spans["coref_clusters_1"] = SpanGroup(doc, name="coref_clusters_1", spans=linked)
+        write_clusters(doc, [linked])
     return doc, expansions
 
 
@@ -346,46 +355,11 @@ def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *
     }
 
 
-def gap_spans(doc: Doc) -> Dict[str, Span]:
-    """The A, B and PRONOUN spans of a GAP Doc.
-
-    doc (Doc): a Doc made by read_gap (or with the same doc.spans["gap"]).
-    RETURNS (Dict[str, Span]): label -> span for "A", "B", "PRONOUN".
-    """
-    if GAP_SPANS_KEY not in doc.spans:
-        raise ValueError(f'no doc.spans["{GAP_SPANS_KEY}"] (not a GAP Doc; convert GAP with `convert gap`)')
-    found: Dict[str, Span] = {}
-    for span in doc.spans[GAP_SPANS_KEY]:
-        if span.label_ in found:
-            raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has more than one span labelled {span.label_!r}')
-        found[span.label_] = span
-    missing = [label for label in (LABEL_A, LABEL_B, LABEL_PRONOUN) if label not in found]
-    if missing:
-        raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has no span labelled {", ".join(missing)}')
-    return found
-
-
-def cluster_keys(doc: Doc, prefix: str = "coref_clusters") -> List[str]:
-    """The span-group keys f"{prefix}_{i}" of a Doc, ordered by i.
-
-    doc (Doc): the Doc.
-    prefix (str): the cluster prefix.
-    RETURNS (List[str]): the keys.
-    """
-    pattern = re.compile(re.escape(prefix) + r"_([0-9]+)")
-    numbered = []
-    for key in doc.spans:
-        match = pattern.fullmatch(key)
-        if match:
-            numbered.append((int(match.group(1)), key))
-    return [key for _, key in sorted(numbered)]
-
-
 def _overlaps(x: Span, y: Span) -> bool:
     return x.start < y.end and y.start < x.end
 
 
-def gap_predictions_from_doc(doc: Doc, prefix: str = "coref_clusters") -> Tuple[bool, bool]:
+def gap_predictions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX) -> Tuple[bool, bool]:
     """Whether A and B are linked to the pronoun by the clusters of a Doc.
 
     The pronoun's cluster is any cluster doc.spans[f"{prefix}_{i}"] with a
@@ -408,7 +382,6 @@ def gap_predictions_from_doc(doc: Doc, prefix: str = "coref_clusters") -> Tuple[
     return a_linked, b_linked
 
 
-GAP_PROBS_KEY = "gap_probs"
 DEFAULT_GAP_THRESHOLD = 0.5
 
 
@@ -430,7 +403,7 @@ def gap_predictions_from_probs(doc: Doc, threshold: Optional[float] = None) -> T
     return float(probs["A"]) >= threshold, float(probs["B"]) >= threshold
 
 
-def gap_decisions_from_doc(doc: Doc, prefix: str = "coref_clusters", threshold: Optional[float] = None) -> Tuple[bool, bool]:
+def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Optional[float] = None) -> Tuple[bool, bool]:
     """A GAP Doc's decisions: from its link probabilities when a model stored
     them (gap_predictions_from_probs, PeTra), else from its clusters
     (gap_predictions_from_doc, s2e).
@@ -441,14 +414,6 @@ def gap_decisions_from_doc(doc: Doc, prefix: str = "coref_clusters", threshold: 
         gap_spans(doc)  # same validation as the cluster path
         return gap_predictions_from_probs(doc, threshold)
     return gap_predictions_from_doc(doc, prefix)
-
-
-def gap_id_from_doc(doc: Doc) -> str:
-    """RETURNS (str): doc.user_data["gap"]["id"] (ValueError when absent)."""
-    data = doc.user_data.get(GAP_USER_DATA_KEY)
-    if not isinstance(data, dict) or not data.get("id"):
-        raise ValueError(f'no doc.user_data["{GAP_USER_DATA_KEY}"]["id"] (not a GAP Doc; convert GAP with `convert gap`)')
-    return str(data["id"])
 
 
 def gap_gold_from_doc(doc: Doc) -> Tuple[str, Optional[str], bool, bool]:
@@ -467,7 +432,7 @@ def gap_gold_from_doc(doc: Doc) -> Tuple[str, Optional[str], bool, bool]:
     return ex_id, pronoun_gender(pronoun.text), bool(data["A-coref"]), bool(data["B-coref"])
 
 
-def gap_system_rows(docs: Iterable[Doc], *, prefix: str = "coref_clusters", source: Union[str, Path] = "<docs>") -> List[Tuple[str, bool, bool]]:
+def gap_system_rows(docs: Iterable[Doc], *, prefix: str = CLUSTER_PREFIX, source: Union[str, Path] = "<docs>") -> List[Tuple[str, bool, bool]]:
     """(ID, A linked, B linked) for every Doc, in order.
 
     docs (Iterable[Doc]): GAP Docs with predicted clusters.
@@ -499,7 +464,7 @@ def _write_system_rows(rows: List[Tuple[str, bool, bool]], path: Union[str, Path
                 file_.write(f"{ex_id}\t{format_gap_label(a_linked)}\t{format_gap_label(b_linked)}\n")
 
 
-def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
+def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write a GAP system file (ID<TAB>A-coref<TAB>B-coref, TRUE/FALSE, no
     header) from GAP Docs: link probabilities where a model stored them, else
     clusters (see gap_decisions_from_doc).
@@ -514,7 +479,7 @@ def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str
     return len(rows)
 
 
-def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
+def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write the GAP system file of a DocBin of GAP Docs.
 
     input_path (Union[str, Path]): the DocBin (.spacy).

@@ -31,8 +31,9 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..pipeline.memory_log import GAP_PROBS_KEY, set_memory_log
-from ..pipeline.petra_gold import gap_reference_spans, petra_sparse_target
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, gap_reference_spans
+from ..doc_helpers.memory_log import set_memory_log
+from ..doc_helpers.petra_gold import petra_sparse_target
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
 # tau never goes below this (halving forever would end in inf / NaN).

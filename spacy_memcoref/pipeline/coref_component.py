@@ -17,11 +17,13 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 
+from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, token._.memory_usage)
+from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
+from ..doc_helpers.gold import aligned_gold_clusters, copy_speakers
 from ..models.encoder import build_embedded_transformer
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
-from .gold import aligned_gold_clusters, cluster_groups, copy_speakers
-from .memory_log import GAP_PROBS_KEY  # also registers doc._.memory_log, token._.memory_usage
 
 def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
     """The config block of a registered architecture with its builder's
@@ -52,7 +54,7 @@ DEFAULT_SCORE_WEIGHTS = {
     assigns=["doc.spans"],
     default_config={
         "model": DEFAULT_S2E_MODEL,
-        "span_cluster_prefix": "coref_clusters",
+        "span_cluster_prefix": CLUSTER_PREFIX,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -87,7 +89,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
     assigns=["doc.spans", "doc._.memory_log"],
     default_config={
         "model": DEFAULT_PETRA_MODEL,
-        "span_cluster_prefix": "coref_clusters",
+        "span_cluster_prefix": CLUSTER_PREFIX,
         "gap_threshold": 0.5,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
@@ -137,7 +139,7 @@ class CorefComponent(TrainablePipe):
         model: Model,
         name: str = "memcoref",
         *,
-        span_cluster_prefix: str = "coref_clusters",
+        span_cluster_prefix: str = CLUSTER_PREFIX,
         scorer: Optional[Callable] = None,
         gap_threshold: Optional[float] = None,
     ) -> None:
@@ -176,10 +178,8 @@ class CorefComponent(TrainablePipe):
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
         for doc, prediction in zip(docs, predictions):
-            for key in cluster_groups(doc, self.prefix):
-                del doc.spans[key]
-            for i, cluster in enumerate(prediction["clusters"], start=1):
-                doc.spans[f"{self.prefix}_{i}"] = [doc[start : end + 1] for start, end in cluster]
+            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in prediction["clusters"]]
+            write_clusters(doc, clusters, self.prefix)
             writer = self.model.attrs.get("write_extras")
             if writer is not None:
                 writer(doc, prediction)

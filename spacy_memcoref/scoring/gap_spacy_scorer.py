@@ -28,10 +28,16 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-from ..corpora.gap import GAP_USER_DATA_KEY, LABEL_PRONOUN
-from ..pipeline.memory_log import GAP_PROBS_KEY, MEMORY_LOG_ATTR
-from ..pipeline.petra_gold import align_span, gap_reference_spans, has_gap_annotation
-from .spacy_scorer import DEFAULT_PREFIX, doc_char_clusters
+from ..doc_helpers.clusters import CLUSTER_PREFIX, char_clusters
+from ..doc_helpers.gap_annotation import (
+    GAP_PROBS_KEY,
+    GAP_USER_DATA_KEY,
+    LABEL_PRONOUN,
+    gap_reference_spans,
+    has_gap_annotation,
+)
+from ..doc_helpers.gold import align_span
+from ..doc_helpers.memory_log import MEMORY_LOG_ATTR
 
 DEFAULT_THRESHOLD = 0.5
 GAP_KEYS = (
@@ -58,7 +64,7 @@ def _cluster_decisions(predicted: Doc, spans_abp, prefix: str) -> Tuple[bool, bo
     a_linked = b_linked = False
     if pronoun is None:
         return False, False
-    for cluster in doc_char_clusters(predicted, prefix):
+    for cluster in char_clusters(predicted, prefix):
         if any(_chars_overlap(m, pronoun) for m in cluster):
             a_linked = a_linked or (cand_a is not None and any(_chars_overlap(m, cand_a) for m in cluster))
             b_linked = b_linked or (cand_b is not None and any(_chars_overlap(m, cand_b) for m in cluster))
@@ -93,7 +99,7 @@ def gap_link_probabilities(predicted: Doc, reference: Doc) -> Optional[Tuple[flo
     return p_a, p_b
 
 
-def gap_decisions(example: Example, threshold: float, prefix: str = DEFAULT_PREFIX) -> Tuple[bool, bool]:
+def gap_decisions(example: Example, threshold: float, prefix: str = CLUSTER_PREFIX) -> Tuple[bool, bool]:
     """(A linked, B linked) of one GAP Example (see the module docstring).
 
     example (Example): reference with GAP annotation, predicted annotated.
@@ -132,7 +138,7 @@ def gap_gold(reference: Doc) -> Tuple[str, str, bool, bool]:
 
 
 def score_gap_examples(
-    examples: Iterable[Example], *, threshold: float = DEFAULT_THRESHOLD, span_cluster_prefix: str = DEFAULT_PREFIX
+    examples: Iterable[Example], *, threshold: float = DEFAULT_THRESHOLD, span_cluster_prefix: str = CLUSTER_PREFIX
 ) -> Dict[str, Optional[float]]:
     """GAP scores of the GAP Examples, coreference scores of the others.
 
@@ -169,7 +175,7 @@ def score_gap_examples(
 
 @registry.scorers("spacy_memcoref.gap_scorer.v1")
 def make_gap_scorer(
-    span_cluster_prefix: str = DEFAULT_PREFIX, threshold: float = DEFAULT_THRESHOLD
+    span_cluster_prefix: str = CLUSTER_PREFIX, threshold: float = DEFAULT_THRESHOLD
 ) -> Callable[..., Dict[str, Optional[float]]]:
     """Make the GAP scorer.
 
