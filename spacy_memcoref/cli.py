@@ -122,8 +122,9 @@ def export_gap(
 ) -> None:
     """Write a GAP system file: a candidate is linked when it overlaps a mention in
     the pronoun's cluster, or, for Docs annotated by PeTra, when its link
-    probability (doc.user_data["gap_probs"]) reaches the stored threshold."""
-    from .corpora.gap import docbin_to_gap_system
+    probability (doc.user_data["gap_probs"], else from doc._.memory_log)
+    reaches the stored threshold: the rule of the GAP scorer."""
+    from .scoring.gap_export import docbin_to_gap_system
 
     try:
         n_rows = docbin_to_gap_system(input_path, output_path, prefix=prefix)
@@ -342,7 +343,8 @@ def tune_gap_threshold_cmd(
     run), printed with the table, and stored in the component's cfg (and
     config.cfg) so that the saved pipeline uses it on test data."""
     from .doc_helpers.gap_annotation import has_gap_annotation
-    from .scoring.gap_spacy_scorer import gap_gold, tune_gap_threshold
+    from .scoring.gap_decisions import gap_gold
+    from .scoring.gap_spacy_scorer import tune_gap_threshold
 
     _check_count("--batch-size", batch_size)
     try:
@@ -389,7 +391,7 @@ def read_people_tsv(path: Path) -> list:
     path (Path): the TSV.
     RETURNS (List[Tuple[int, str, str, int]]): (line, ID, text, count).
     """
-    from .corpora.gap import iter_lines
+    from .util import iter_lines
 
     rows = []
     seen: Dict[str, int] = {}

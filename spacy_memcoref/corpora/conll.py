@@ -35,6 +35,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 from ..doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters, write_clusters
 from ..errors import DataFormatError, clip, quote
 from ..util import atomic_output, refuse_overwriting_input
+from .docbin import load_docbin
 
 Mention = Tuple[int, int]  # (start, end), end INCLUSIVE, document-level token indices
 Clusters = List[List[Mention]]
@@ -651,21 +652,10 @@ def write_conll(docs: Iterable["Doc"], path: Path, *, prefix: str = CLUSTER_PREF
 
 def docbin_to_conll(input_path: Path, output_path: Path, *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write the clusters of a DocBin as a CoNLL-2012 file. RETURNS the number of documents."""
-    from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
-    input_path = Path(input_path)
-    if not input_path.is_file():
-        raise DataFormatError(input_path, None, "no such file (expected a DocBin .spacy file)")
+    docbin = load_docbin(input_path)
     refuse_overwriting_input([input_path], output_path)
-    try:
-        docbin = DocBin().from_disk(input_path)
-    except OSError:
-        raise
-    except Exception as err:  # msgpack / zlib errors on a file that is not a DocBin
-        raise DataFormatError(input_path, None, f"not a readable DocBin: {err}") from err
-    if len(docbin) == 0:
-        raise DataFormatError(input_path, None, "the DocBin holds no Docs")
     vocab = Vocab()  # the strings come from the DocBin; no pipeline needed
     with _cached_msgpack_extensions():
         return write_conll(docbin.get_docs(vocab), output_path, prefix=prefix)
