@@ -281,6 +281,7 @@ def _read_docs(path: Path, vocab) -> list:
 
 def _petra_pipe(nlp, component: Optional[str]):
     """(name, component) of the PeTra coreference component of a pipeline."""
+    from .models.petra_model import is_petra_model
     from .pipeline.coref_component import CorefComponent
 
     if component is not None:
@@ -288,7 +289,7 @@ def _petra_pipe(nlp, component: Optional[str]):
             raise ValueError(f"no component {component!r} in the pipeline ({', '.join(nlp.pipe_names)})")
         return component, nlp.get_pipe(component)
     for name, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent) and pipe.model.attrs.get("gold_kind") == "sparse":
+        if isinstance(pipe, CorefComponent) and is_petra_model(pipe.model):
             return name, pipe
     raise ValueError(f"the pipeline has no PeTra coreference component ({', '.join(nlp.pipe_names)})")
 
