@@ -11,7 +11,7 @@ from typing import Dict, Optional
 import typer
 
 from .doc_helpers.clusters import CLUSTER_PREFIX
-from .errors import DataFormatError, quote, shorten
+from .errors import DataFormatError, shorten
 
 app = typer.Typer(
     name="memcoref",
@@ -181,6 +181,7 @@ def predict(
 
     from spacy.tokens import DocBin
 
+    from .corpora.docbin import read_docbin
     from .doc_helpers.clusters import clear_clusters
     from .util import atomic_output, refuse_overwriting_input
 
@@ -188,7 +189,7 @@ def predict(
     try:
         refuse_overwriting_input([input_path], output_path)
         nlp = load_pipeline(model, gpu_id)
-        docs = _read_docs(input_path, nlp.vocab)
+        docs = read_docbin(input_path, nlp.vocab)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     for doc in docs:
@@ -210,11 +211,7 @@ def predict(
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
 
 
-
 # ----- PeTra commands (issue 4): tune-gap-threshold, count-people, visualize ---------
-
-ALPHA_GRID = tuple(round(i / 100, 2) for i in range(1, 101))
-PEOPLE_ALPHA_KEY = "people_alpha"
 
 
 def _file_being_read(err: BaseException) -> Optional[Path]:
@@ -261,22 +258,6 @@ def load_pipeline(model: str, gpu_id: int = -1):
         where = _file_being_read(err) or Path(model)
         reason = " ".join(str(err).split()) or type(err).__name__
         raise ValueError(f"{where}: cannot load the pipeline {model}: {shorten(reason)}") from err
-
-
-def _read_docs(path: Path, vocab) -> list:
-    from spacy.tokens import DocBin
-
-    if not path.exists():
-        raise DataFormatError(path, None, "no such file")
-    try:
-        docbin = DocBin(store_user_data=True).from_disk(path)
-    except OSError:
-        raise
-    except Exception as err:  # zlib / msgpack errors of a file that is not a DocBin
-        raise DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}") from None
-    if len(docbin) == 0:
-        raise DataFormatError(path, None, "the DocBin holds no Docs")
-    return list(docbin.get_docs(vocab))
 
 
 def _petra_pipe(nlp, component: Optional[str]):
@@ -343,28 +324,17 @@ def tune_gap_threshold_cmd(
     0.01, 0.02, ..., 1.00 with the best overall GAP F1 (the middle of a tied
     run), printed with the table, and stored in the component's cfg (and
     config.cfg) so that the saved pipeline uses it on test data."""
-    from .doc_helpers.gap_annotation import has_gap_annotation
-    from .scoring.gap_decisions import gap_gold
-    from .scoring.gap_spacy_scorer import tune_gap_threshold
+    from .corpora.docbin import read_docbin
+    from .scoring.gap_spacy_scorer import gap_gold_and_probabilities, tune_gap_threshold
 
     _check_count("--batch-size", batch_size)
     try:
         out_path = _output_path(model, output)
         nlp = load_pipeline(model, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
-        docs = _read_docs(input_path, nlp.vocab)
-        gold, probs = {}, {}
-        for i, doc in enumerate(_annotate(nlp, docs, batch_size, pipe.prefix)):
-            if not has_gap_annotation(doc):
-                raise DataFormatError(input_path, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
-            ex_id, gender, gold_a, gold_b = gap_gold(doc)
-            if ex_id in gold:
-                raise DataFormatError(input_path, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
-            p = doc.user_data.get("gap_probs")
-            if not isinstance(p, dict):
-                raise ValueError(f"component {name!r} wrote no link probabilities (doc.user_data['gap_probs'])")
-            gold[ex_id] = (gender, gold_a, gold_b)
-            probs[ex_id] = (float(p["A"]), float(p["B"]))
+        docs = read_docbin(input_path, nlp.vocab)
+        annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
+        gold, probs = gap_gold_and_probabilities(annotated, source=input_path, component=name)
         best, table = tune_gap_threshold(gold, probs)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
@@ -386,68 +356,6 @@ def tune_gap_threshold_cmd(
     typer.echo(json.dumps({"threshold": best, **clean}, sort_keys=True))
 
 
-def read_people_tsv(path: Path) -> list:
-    """Read a people-counting TSV: a header row, then ID<TAB>text<TAB>count.
-
-    path (Path): the TSV.
-    RETURNS (List[Tuple[int, str, str, int]]): (line, ID, text, count).
-    """
-    from .util import iter_lines
-
-    rows = []
-    seen: Dict[str, int] = {}
-    header = False
-    for line, text in iter_lines(path):
-        fields = text.split("\t")
-        if not header:
-            if len(fields) != 3:
-                raise DataFormatError(path, line, f"expected a header row of 3 tab-separated columns (ID, text, count), found {len(fields)}")
-            header = True
-            continue
-        if text == "":
-            continue
-        if len(fields) != 3:
-            raise DataFormatError(path, line, f"expected 3 tab-separated columns (ID, text, count), found {len(fields)}")
-        ex_id, doc_text, count = fields
-        if not ex_id:
-            raise DataFormatError(path, line, "column ID is empty")
-        if ex_id in seen:
-            raise DataFormatError(path, line, f"duplicate ID {quote(ex_id)} (first on line {seen[ex_id]})")
-        if not count.isdigit():
-            raise DataFormatError(path, line, f"column count must be a non-negative integer, found {quote(count)}")
-        seen[ex_id] = line
-        rows.append((line, ex_id, doc_text, int(count)))
-    if not header:
-        raise DataFormatError(path, None, "empty file: expected a header row (ID, text, count) and data rows")
-    if not rows:
-        raise DataFormatError(path, 1, "no data rows after the header")
-    return rows
-
-
-def choose_alpha(overwrites: list, gold: list, grid=ALPHA_GRID) -> tuple:
-    """The people-counting threshold with the fewest wrong counts (ties: the
-    smaller total absolute error, then the middle of the tied run).
-
-    overwrites (List[numpy.ndarray]): o_t^i [T, N] a document.
-    gold (List[int]): the gold counts.
-    grid (Sequence[float]): alphas to try.
-    RETURNS (Tuple[float, List[Tuple[float, int, int]]]): the best alpha and
-        (alpha, wrong counts, total absolute error) for every alpha.
-    """
-    import numpy
-
-    alphas = numpy.asarray(grid, dtype=numpy.float32)
-    predicted = numpy.stack(
-        [(numpy.asarray(o, dtype=numpy.float32).reshape(-1)[None, :] >= alphas[:, None]).sum(axis=1) for o in overwrites],
-        axis=1,
-    )  # [alphas, docs]
-    diff = numpy.abs(predicted - numpy.asarray(gold)[None, :])
-    table = [(float(a), int((d != 0).sum()), int(d.sum())) for a, d in zip(grid, diff)]
-    best_key = min((errors, abs_err) for _, errors, abs_err in table)
-    tied = [a for a, errors, abs_err in table if (errors, abs_err) == best_key]
-    return tied[(len(tied) - 1) // 2], table
-
-
 @app.command("count-people")
 def count_people_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
@@ -464,6 +372,9 @@ def count_people_cmd(
     (token, cell) with overwrite probability o_t^i >= alpha. Prints a table,
     the number of documents whose predicted count differs from the gold
     count, and (last line) one JSON object."""
+    from .corpora.people import read_people_tsv
+    from .scoring.people import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, choose_alpha, count_errors, people_count
+
     _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
         raise _fail(ValueError(f"--alpha must be in [0, 1], got {alpha}"))
@@ -502,18 +413,15 @@ def count_people_cmd(
         elif PEOPLE_ALPHA_KEY in pipe.cfg:
             alpha, source = float(pipe.cfg[PEOPLE_ALPHA_KEY]), f"the component's cfg ({PEOPLE_ALPHA_KEY})"
         else:
-            alpha, source = 0.5, "default (choose one with --dev or --dev-fraction)"
+            alpha, source = DEFAULT_ALPHA, "default (choose one with --dev or --dev-fraction)"
         logs = overwrite_logs(rows)
     except ValueError as err:
         raise _fail(err)
-    import numpy
-
+    golds = [gold for *_, gold in rows]
+    counts = [people_count(over, alpha) for over in logs]
+    n_wrong, abs_err = count_errors(counts, golds)
     typer.echo(f"{'ID':<20} {'gold':>5} {'pred':>5} {'diff':>5}")
-    n_wrong = abs_err = 0
-    for (_, ex_id, _, gold), over in zip(rows, logs):
-        predicted = int((numpy.asarray(over) >= alpha).sum())
-        n_wrong += predicted != gold
-        abs_err += abs(predicted - gold)
+    for (_, ex_id, _, gold), predicted in zip(rows, counts):
         typer.echo(f"{ex_id:<20} {gold:5d} {predicted:5d} {predicted - gold:+5d}")
     typer.echo(f"alpha = {alpha:.2f} ({source})")
     typer.echo(f"errors: {n_wrong} of {len(rows)} docs have a wrong count; mean absolute error {abs_err / len(rows):.2f}")
@@ -539,13 +447,14 @@ def visualize_cmd(
     """Draw PeTra's memory log as in the paper's Figure 5 (per cell an OW and a
     CR row over the tokens, darker = higher) as PNG and HTML, and the predicted
     clusters with displaCy's span renderer."""
+    from .corpora.docbin import read_docbin
     from .visualize import visualize_docs
 
     _check_count("--limit", limit)
     _check_count("--wrap", wrap)
     try:
         nlp = load_pipeline(model, gpu_id)
-        docs = _read_docs(input_path, nlp.vocab)[:limit]
+        docs = read_docbin(input_path, nlp.vocab)[:limit]
         annotated = _annotate(nlp, docs, limit, prefix)
         written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)
     except (DataFormatError, OSError, ValueError, ImportError) as err:

@@ -21,13 +21,15 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
-from spacy_memcoref.cli import app, choose_alpha, read_people_tsv
+from spacy_memcoref.cli import app
 from spacy_memcoref.corpora.gap import read_gap
+from spacy_memcoref.corpora.people import read_people_tsv
 from spacy_memcoref.doc_helpers.memory_log import LOG_KEYS
 from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
 from spacy_memcoref.errors import DataFormatError
 from spacy_memcoref.scoring.gap_decisions import gap_decisions_from_doc, gap_predictions_from_doc
 from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples, tune_gap_threshold
+from spacy_memcoref.scoring.people import choose_alpha
 from tok2vec_config import cnn_tok2vec
 
 DATA = Path(__file__).parent / "data"

@@ -15,14 +15,17 @@ component's cfg to its scorer), else the scorer's `threshold` (0.5): a fixed
 Only spaCy is imported at module level (torch only to read a memory log).
 """
 import math
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
-from ..doc_helpers.gap_annotation import has_gap_annotation
-from .gap_decisions import DEFAULT_GAP_THRESHOLD, gap_decisions, gap_gold
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, has_gap_annotation
+from ..errors import DataFormatError, quote
+from .gap_decisions import DEFAULT_GAP_THRESHOLD, gap_decisions, gap_gold, stored_gap_probabilities
 
 GAP_KEYS = (
     "gap_p", "gap_r", "gap_f", "gap_p_masc", "gap_r_masc", "gap_f_masc",
@@ -127,3 +130,33 @@ def tune_gap_threshold(
     best_f = max(scores["gap_f"] for _, scores in table)
     tied = [t for t, scores in table if scores["gap_f"] == best_f]
     return tied[(len(tied) - 1) // 2], table
+
+
+def gap_gold_and_probabilities(
+    docs: Iterable[Doc], *, source: Union[str, Path], component: str
+) -> Tuple[Dict[str, Tuple[str, bool, bool]], Dict[str, Tuple[float, float]]]:
+    """The gold labels and link probabilities of GAP Docs annotated by a
+    PeTra component, for tune_gap_threshold.
+
+    docs (Iterable[Doc]): the annotated validation Docs.
+    source (Union[str, Path]): the file they came from (named in errors).
+    component (str): the component that annotated them (named in errors).
+    RETURNS (Tuple[Dict, Dict]): ID -> (gender, A-coref, B-coref) and
+        ID -> (p_A, p_B).
+    RAISES DataFormatError: a Doc without GAP annotation, or an ID twice.
+    RAISES ValueError: the component wrote no link probabilities.
+    """
+    gold: Dict[str, Tuple[str, bool, bool]] = {}
+    probs: Dict[str, Tuple[float, float]] = {}
+    for i, doc in enumerate(docs):
+        if not has_gap_annotation(doc):
+            raise DataFormatError(source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
+        ex_id, gender, gold_a, gold_b = gap_gold(doc)
+        if ex_id in gold:
+            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
+        p = stored_gap_probabilities(doc)
+        if p is None:
+            raise ValueError(f"component {component!r} wrote no link probabilities (doc.user_data['{GAP_PROBS_KEY}'])")
+        gold[ex_id] = (gender, gold_a, gold_b)
+        probs[ex_id] = p
+    return gold, probs
