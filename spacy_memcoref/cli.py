@@ -211,7 +211,7 @@ def predict(
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
 
 
-# ----- PeTra commands (issue 4): tune-gap-threshold, count-people, visualize ---------
+# ----- PeTra commands: tune-gap-threshold, count-people, visualize -------------------
 
 
 def _file_being_read(err: BaseException) -> Optional[Path]:
@@ -463,7 +463,7 @@ def visualize_cmd(
         typer.echo(f"wrote {path}")
 
 
-# ----- corpus-scale annotation (issue 11): the work is in spacy_memcoref/annotate/ -----
+# ----- corpus-scale annotation: the work is in spacy_memcoref/annotate/ --------------
 
 
 @app.command("annotate")

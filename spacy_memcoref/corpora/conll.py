@@ -332,10 +332,9 @@ def _cached_msgpack_extensions() -> Iterator[None]:
 
     DocBin (de)serializes every span group with its own msgpack call, and each
     call makes srsly scan catalogue's whole registry and the installed entry
-    points (~1 ms). With one span group per cluster that was over half of the
-    conversion time (3.6 s of 6 s for OntoGUM train). Within this block the
-    lookups return the result of the first one; the registries are restored
-    afterwards.
+    points; with one span group per cluster, those scans dominated the
+    conversion time. Within this block the lookups return the result of the
+    first one; the registries are restored afterwards.
     """
     try:
         from srsly import msgpack as srsly_msgpack
@@ -461,7 +460,7 @@ def _make_vocab(lang: str, path: Path):
     """The vocab of a blank `lang` pipeline, without building the pipeline.
 
     spacy.blank() loads every spaCy entry point (here spacy-transformers,
-    hence transformers), which took 4 s; the Docs need only the vocab.
+    hence transformers), which is slow; the Docs need only the vocab.
     """
     from spacy.util import get_lang_class
     from spacy.vocab import create_vocab
