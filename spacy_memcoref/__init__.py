@@ -7,6 +7,6 @@ from .about import __version__
 
 # Registers doc._.memory_log and token._.memory_usage (spaCy only, no torch),
 # so Docs read back from a DocBin have them without loading a pipeline.
-from .pipeline import memory_log  # noqa: F401
+from .doc_helpers import memory_log  # noqa: F401
 
 __all__ = ["__version__"]

@@ -10,7 +10,8 @@ from typing import Dict, Optional
 
 import typer
 
-from .errors import DataFormatError, quote, shorten
+from .doc_helpers.clusters import CLUSTER_PREFIX
+from .errors import DataFormatError, shorten
 
 app = typer.Typer(
     name="memcoref",
@@ -101,7 +102,7 @@ def convert_gap(
 def export_conll(
     input_path: Path = typer.Argument(..., help="A DocBin whose Docs hold clusters."),
     output_path: Path = typer.Argument(..., help="The CoNLL-2012 file to write."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
 ) -> None:
     """Write the clusters under PREFIX as a CoNLL-2012 file the reference scorer reads."""
     from .corpora.conll import docbin_to_conll
@@ -117,12 +118,13 @@ def export_conll(
 def export_gap(
     input_path: Path = typer.Argument(..., help="A DocBin of GAP Docs (made by `convert gap`, then annotated)."),
     output_path: Path = typer.Argument(..., help="The GAP system TSV to write (ID, A-coref, B-coref; no header)."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
 ) -> None:
     """Write a GAP system file: a candidate is linked when it overlaps a mention in
     the pronoun's cluster, or, for Docs annotated by PeTra, when its link
-    probability (doc.user_data["gap_probs"]) reaches the stored threshold."""
-    from .corpora.gap import docbin_to_gap_system
+    probability (doc.user_data["gap_probs"], else from doc._.memory_log)
+    reaches the stored threshold: the rule of the GAP scorer."""
+    from .scoring.gap_export import docbin_to_gap_system
 
     try:
         n_rows = docbin_to_gap_system(input_path, output_path, prefix=prefix)
@@ -170,7 +172,7 @@ def predict(
     output_path: Path = typer.Argument(..., help="The DocBin to write, with predicted clusters."),
     batch_size: int = typer.Option(8, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the gold clusters to remove."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the gold clusters to remove."),
 ) -> None:
     """Run a pipeline over the Docs of a DocBin, keeping their tokens, spans and
     user data (GAP labels, doc ids) but not their gold clusters, and save the
@@ -179,19 +181,19 @@ def predict(
 
     from spacy.tokens import DocBin
 
-    from .pipeline.gold import cluster_groups
+    from .corpora.docbin import read_docbin
+    from .doc_helpers.clusters import clear_clusters
     from .util import atomic_output, refuse_overwriting_input
 
     _check_count("--batch-size", batch_size)
     try:
         refuse_overwriting_input([input_path], output_path)
         nlp = load_pipeline(model, gpu_id)
-        docs = _read_docs(input_path, nlp.vocab)
+        docs = read_docbin(input_path, nlp.vocab)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     for doc in docs:
-        for key in cluster_groups(doc, prefix):
-            del doc.spans[key]
+        clear_clusters(doc, prefix)
     out = DocBin(store_user_data=True)
     start = time.time()
     n_tokens = 0
@@ -209,11 +211,7 @@ def predict(
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
 
 
-
-# ----- PeTra commands (issue 4): tune-gap-threshold, count-people, visualize ---------
-
-ALPHA_GRID = tuple(round(i / 100, 2) for i in range(1, 101))
-PEOPLE_ALPHA_KEY = "people_alpha"
+# ----- PeTra commands: tune-gap-threshold, count-people, visualize -------------------
 
 
 def _file_being_read(err: BaseException) -> Optional[Path]:
@@ -262,24 +260,9 @@ def load_pipeline(model: str, gpu_id: int = -1):
         raise ValueError(f"{where}: cannot load the pipeline {model}: {shorten(reason)}") from err
 
 
-def _read_docs(path: Path, vocab) -> list:
-    from spacy.tokens import DocBin
-
-    if not path.exists():
-        raise DataFormatError(path, None, "no such file")
-    try:
-        docbin = DocBin(store_user_data=True).from_disk(path)
-    except OSError:
-        raise
-    except Exception as err:  # zlib / msgpack errors of a file that is not a DocBin
-        raise DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}") from None
-    if len(docbin) == 0:
-        raise DataFormatError(path, None, "the DocBin holds no Docs")
-    return list(docbin.get_docs(vocab))
-
-
 def _petra_pipe(nlp, component: Optional[str]):
     """(name, component) of the PeTra coreference component of a pipeline."""
+    from .models.petra_model import is_petra_model
     from .pipeline.coref_component import CorefComponent
 
     if component is not None:
@@ -287,17 +270,16 @@ def _petra_pipe(nlp, component: Optional[str]):
             raise ValueError(f"no component {component!r} in the pipeline ({', '.join(nlp.pipe_names)})")
         return component, nlp.get_pipe(component)
     for name, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent) and pipe.model.attrs.get("gold_kind") == "sparse":
+        if isinstance(pipe, CorefComponent) and is_petra_model(pipe.model):
             return name, pipe
     raise ValueError(f"the pipeline has no PeTra coreference component ({', '.join(nlp.pipe_names)})")
 
 
 def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
-    from .pipeline.gold import cluster_groups
+    from .doc_helpers.clusters import clear_clusters
 
     for doc in docs:
-        for key in cluster_groups(doc, prefix):
-            del doc.spans[key]
+        clear_clusters(doc, prefix)
     return list(_pipe_all(nlp, docs, batch_size))
 
 
@@ -342,27 +324,17 @@ def tune_gap_threshold_cmd(
     0.01, 0.02, ..., 1.00 with the best overall GAP F1 (the middle of a tied
     run), printed with the table, and stored in the component's cfg (and
     config.cfg) so that the saved pipeline uses it on test data."""
-    from .scoring.gap_spacy_scorer import gap_gold, tune_gap_threshold
-    from .pipeline.petra_gold import has_gap_annotation
+    from .corpora.docbin import read_docbin
+    from .scoring.gap_spacy_scorer import gap_gold_and_probabilities, tune_gap_threshold
 
     _check_count("--batch-size", batch_size)
     try:
         out_path = _output_path(model, output)
         nlp = load_pipeline(model, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
-        docs = _read_docs(input_path, nlp.vocab)
-        gold, probs = {}, {}
-        for i, doc in enumerate(_annotate(nlp, docs, batch_size, pipe.prefix)):
-            if not has_gap_annotation(doc):
-                raise DataFormatError(input_path, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
-            ex_id, gender, gold_a, gold_b = gap_gold(doc)
-            if ex_id in gold:
-                raise DataFormatError(input_path, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
-            p = doc.user_data.get("gap_probs")
-            if not isinstance(p, dict):
-                raise ValueError(f"component {name!r} wrote no link probabilities (doc.user_data['gap_probs'])")
-            gold[ex_id] = (gender, gold_a, gold_b)
-            probs[ex_id] = (float(p["A"]), float(p["B"]))
+        docs = read_docbin(input_path, nlp.vocab)
+        annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
+        gold, probs = gap_gold_and_probabilities(annotated, source=input_path, component=name)
         best, table = tune_gap_threshold(gold, probs)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
@@ -384,68 +356,6 @@ def tune_gap_threshold_cmd(
     typer.echo(json.dumps({"threshold": best, **clean}, sort_keys=True))
 
 
-def read_people_tsv(path: Path) -> list:
-    """Read a people-counting TSV: a header row, then ID<TAB>text<TAB>count.
-
-    path (Path): the TSV.
-    RETURNS (List[Tuple[int, str, str, int]]): (line, ID, text, count).
-    """
-    from .corpora.gap import iter_lines
-
-    rows = []
-    seen: Dict[str, int] = {}
-    header = False
-    for line, text in iter_lines(path):
-        fields = text.split("\t")
-        if not header:
-            if len(fields) != 3:
-                raise DataFormatError(path, line, f"expected a header row of 3 tab-separated columns (ID, text, count), found {len(fields)}")
-            header = True
-            continue
-        if text == "":
-            continue
-        if len(fields) != 3:
-            raise DataFormatError(path, line, f"expected 3 tab-separated columns (ID, text, count), found {len(fields)}")
-        ex_id, doc_text, count = fields
-        if not ex_id:
-            raise DataFormatError(path, line, "column ID is empty")
-        if ex_id in seen:
-            raise DataFormatError(path, line, f"duplicate ID {quote(ex_id)} (first on line {seen[ex_id]})")
-        if not count.isdigit():
-            raise DataFormatError(path, line, f"column count must be a non-negative integer, found {quote(count)}")
-        seen[ex_id] = line
-        rows.append((line, ex_id, doc_text, int(count)))
-    if not header:
-        raise DataFormatError(path, None, "empty file: expected a header row (ID, text, count) and data rows")
-    if not rows:
-        raise DataFormatError(path, 1, "no data rows after the header")
-    return rows
-
-
-def choose_alpha(overwrites: list, gold: list, grid=ALPHA_GRID) -> tuple:
-    """The people-counting threshold with the fewest wrong counts (ties: the
-    smaller total absolute error, then the middle of the tied run).
-
-    overwrites (List[numpy.ndarray]): o_t^i [T, N] a document.
-    gold (List[int]): the gold counts.
-    grid (Sequence[float]): alphas to try.
-    RETURNS (Tuple[float, List[Tuple[float, int, int]]]): the best alpha and
-        (alpha, wrong counts, total absolute error) for every alpha.
-    """
-    import numpy
-
-    alphas = numpy.asarray(grid, dtype=numpy.float32)
-    predicted = numpy.stack(
-        [(numpy.asarray(o, dtype=numpy.float32).reshape(-1)[None, :] >= alphas[:, None]).sum(axis=1) for o in overwrites],
-        axis=1,
-    )  # [alphas, docs]
-    diff = numpy.abs(predicted - numpy.asarray(gold)[None, :])
-    table = [(float(a), int((d != 0).sum()), int(d.sum())) for a, d in zip(grid, diff)]
-    best_key = min((errors, abs_err) for _, errors, abs_err in table)
-    tied = [a for a, errors, abs_err in table if (errors, abs_err) == best_key]
-    return tied[(len(tied) - 1) // 2], table
-
-
 @app.command("count-people")
 def count_people_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
@@ -462,6 +372,9 @@ def count_people_cmd(
     (token, cell) with overwrite probability o_t^i >= alpha. Prints a table,
     the number of documents whose predicted count differs from the gold
     count, and (last line) one JSON object."""
+    from .corpora.people import read_people_tsv
+    from .scoring.people import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, choose_alpha, count_errors, people_count
+
     _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
         raise _fail(ValueError(f"--alpha must be in [0, 1], got {alpha}"))
@@ -500,18 +413,15 @@ def count_people_cmd(
         elif PEOPLE_ALPHA_KEY in pipe.cfg:
             alpha, source = float(pipe.cfg[PEOPLE_ALPHA_KEY]), f"the component's cfg ({PEOPLE_ALPHA_KEY})"
         else:
-            alpha, source = 0.5, "default (choose one with --dev or --dev-fraction)"
+            alpha, source = DEFAULT_ALPHA, "default (choose one with --dev or --dev-fraction)"
         logs = overwrite_logs(rows)
     except ValueError as err:
         raise _fail(err)
-    import numpy
-
+    golds = [gold for *_, gold in rows]
+    counts = [people_count(over, alpha) for over in logs]
+    n_wrong, abs_err = count_errors(counts, golds)
     typer.echo(f"{'ID':<20} {'gold':>5} {'pred':>5} {'diff':>5}")
-    n_wrong = abs_err = 0
-    for (_, ex_id, _, gold), over in zip(rows, logs):
-        predicted = int((numpy.asarray(over) >= alpha).sum())
-        n_wrong += predicted != gold
-        abs_err += abs(predicted - gold)
+    for (_, ex_id, _, gold), predicted in zip(rows, counts):
         typer.echo(f"{ex_id:<20} {gold:5d} {predicted:5d} {predicted - gold:+5d}")
     typer.echo(f"alpha = {alpha:.2f} ({source})")
     typer.echo(f"errors: {n_wrong} of {len(rows)} docs have a wrong count; mean absolute error {abs_err / len(rows):.2f}")
@@ -531,19 +441,20 @@ def visualize_cmd(
     output_dir: Path = typer.Argument(..., help="Folder for the PNG and HTML files (created when missing)."),
     limit: int = typer.Option(3, "--limit", help="Draw the first LIMIT Docs."),
     wrap: int = typer.Option(40, "--wrap", help="Tokens a row of the picture."),
-    prefix: str = typer.Option("coref_clusters", "--prefix", help="Span-group prefix of the clusters."),
+    prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the clusters."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Draw PeTra's memory log as in the paper's Figure 5 (per cell an OW and a
     CR row over the tokens, darker = higher) as PNG and HTML, and the predicted
     clusters with displaCy's span renderer."""
+    from .corpora.docbin import read_docbin
     from .visualize import visualize_docs
 
     _check_count("--limit", limit)
     _check_count("--wrap", wrap)
     try:
         nlp = load_pipeline(model, gpu_id)
-        docs = _read_docs(input_path, nlp.vocab)[:limit]
+        docs = read_docbin(input_path, nlp.vocab)[:limit]
         annotated = _annotate(nlp, docs, limit, prefix)
         written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)
     except (DataFormatError, OSError, ValueError, ImportError) as err:
@@ -552,7 +463,7 @@ def visualize_cmd(
         typer.echo(f"wrote {path}")
 
 
-# ----- corpus-scale annotation (issue 11): the work is in spacy_memcoref/annotate/ -----
+# ----- corpus-scale annotation: the work is in spacy_memcoref/annotate/ --------------
 
 
 @app.command("annotate")

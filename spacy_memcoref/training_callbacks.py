@@ -10,8 +10,8 @@ def make_torch_threads(threads: int = 1) -> Callable[[Language, Dict[str, Any]],
     """Set torch's CPU thread count before the first update.
 
     PeTra's memory controller is a loop of small ops: on a 2-core machine a
-    second thread buys nothing and, when the machine is busy, made updates
-    10-30x slower. Setting it here (not with OMP_NUM_THREADS) lets
+    second thread buys nothing and, when the machine is busy, makes updates
+    many times slower. Setting it here (not with OMP_NUM_THREADS) lets
     `spacy project run` and plain `spacy train` do the right thing; only
     training runs it, never a loaded pipeline.
 

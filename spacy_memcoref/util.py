@@ -1,9 +1,9 @@
-"""Small helpers shared by the converters and the CLI."""
+"""Small helpers shared by the readers, the converters and the CLI."""
 import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, Tuple, Union
 
 from .errors import DataFormatError
 
@@ -79,3 +79,25 @@ def refuse_overwriting_input(inputs: Iterable[Union[str, Path]], output: Union[s
                 output, None, f"the output is also the input {source}: writing it would destroy the input; "
                 "give another output path"
             )
+
+
+def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
+    """Yield (1-based line number, line without its line ending) of a UTF-8
+    text file. A byte-order mark at the start is dropped.
+
+    path (Union[str, Path]): the file.
+    YIELDS (Tuple[int, str]): line number and text.
+    """
+    with Path(path).open("rb") as file_:
+        for i, raw in enumerate(file_, start=1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataFormatError(path, i, f"not valid UTF-8 ({err.reason} at byte {err.start})") from None
+            if i == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield i, text

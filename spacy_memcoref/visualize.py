@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy
 from spacy.tokens import Doc, Span
 
-from .corpora.gap import GAP_PROBS_KEY, GAP_SPANS_KEY, GAP_USER_DATA_KEY
-from .pipeline.gold import cluster_groups
-from .pipeline.memory_log import get_memory_log
+from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_span_groups
+from .doc_helpers.gap_annotation import GAP_PROBS_KEY, GAP_SPANS_KEY, GAP_USER_DATA_KEY
+from .doc_helpers.memory_log import get_memory_log
 
 DISPLAY_KEY = "memcoref_clusters"
 DEFAULT_WRAP = 40
@@ -204,13 +204,13 @@ def _display_doc(doc: Doc, prefix: str) -> Doc:
     labelled by cluster number."""
     copy = doc.copy()
     spans: List[Span] = []
-    for i, key in enumerate(cluster_groups(doc, prefix), start=1):
-        spans.extend(Span(copy, span.start, span.end, label=f"cluster {i}") for span in doc.spans[key])
+    for i, group in enumerate(cluster_span_groups(doc, prefix), start=1):
+        spans.extend(Span(copy, span.start, span.end, label=f"cluster {i}") for span in group)
     copy.spans[DISPLAY_KEY] = spans
     return copy
 
 
-def clusters_html(doc: Doc, *, prefix: str = "coref_clusters", page: bool = False) -> str:
+def clusters_html(doc: Doc, *, prefix: str = CLUSTER_PREFIX, page: bool = False) -> str:
     """The predicted clusters through displaCy's span renderer.
 
     doc (Doc): the Doc with clusters in doc.spans[f"{prefix}_N"].
@@ -251,7 +251,7 @@ def _gap_summary(doc: Doc) -> str:
     return f'<p class="meta">{line}</p>'
 
 
-def memory_page_html(doc: Doc, *, prefix: str = "coref_clusters", wrap: int = DEFAULT_WRAP, title: str = "") -> str:
+def memory_page_html(doc: Doc, *, prefix: str = CLUSTER_PREFIX, wrap: int = DEFAULT_WRAP, title: str = "") -> str:
     """A self-contained HTML page: the memory log (OW/CR rows per cell,
     darker = higher), the clusters and, for GAP Docs, the A/B/pronoun spans.
 
@@ -286,7 +286,7 @@ def visualize_docs(
     docs: Sequence[Doc],
     output_dir: Union[str, Path],
     *,
-    prefix: str = "coref_clusters",
+    prefix: str = CLUSTER_PREFIX,
     wrap: int = DEFAULT_WRAP,
     png: bool = True,
 ) -> List[Path]:

@@ -17,15 +17,13 @@ from spacy_memcoref.cli import app
 from spacy_memcoref.corpora.gap import (
     GAP_COLUMNS,
     GapStats,
-    docbin_to_gap_system,
-    gap_gold_from_doc,
-    gap_predictions_from_doc,
     gap_to_docbin,
     read_gap,
     read_gap_rows,
-    write_gap_system,
 )
 from spacy_memcoref.errors import DataFormatError
+from spacy_memcoref.scoring.gap_decisions import gap_gold_from_doc, gap_predictions_from_doc
+from spacy_memcoref.scoring.gap_export import docbin_to_gap_system, write_gap_system
 from spacy_memcoref.scoring.gap_metrics import (
     gap_counts,
     gap_scores,

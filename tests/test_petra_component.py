@@ -21,12 +21,15 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
-from spacy_memcoref.cli import app, choose_alpha, read_people_tsv
-from spacy_memcoref.corpora.gap import gap_decisions_from_doc, gap_predictions_from_doc, read_gap
+from spacy_memcoref.cli import app
+from spacy_memcoref.corpora.gap import read_gap
+from spacy_memcoref.corpora.people import read_people_tsv
+from spacy_memcoref.doc_helpers.memory_log import LOG_KEYS
+from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
 from spacy_memcoref.errors import DataFormatError
-from spacy_memcoref.pipeline.memory_log import LOG_KEYS
-from spacy_memcoref.pipeline.petra_gold import petra_sparse_target
+from spacy_memcoref.scoring.gap_decisions import gap_decisions_from_doc, gap_predictions_from_doc
 from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples, tune_gap_threshold
+from spacy_memcoref.scoring.people import choose_alpha
 from tok2vec_config import cnn_tok2vec
 
 DATA = Path(__file__).parent / "data"
@@ -483,7 +486,7 @@ def test_entry_points_do_not_import_torch_modules():
         "spacy.registry.scorers.get('spacy_memcoref.gap_scorer.v1');"
         "import spacy_memcoref.pipeline.coref_component, spacy_memcoref.visualize;"
         "bad = [m for m in ('transformers', 'matplotlib', 'spacy_memcoref.models.pytorch_petra',"
-        " 'spacy_memcoref.models.torch_head') if m in sys.modules];"
+        " 'spacy_memcoref.models.thinc_glue') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -459,9 +459,9 @@ def test_demo_gap_converts_without_expansions(tmp_path, split, n_rows):
 
 @pytest.mark.parametrize("name,n_rows", [("assets/demo/people_count.tsv", 8), ("assets/people_count.tsv", 24)])
 def test_people_count_tsvs_read(name, n_rows):
-    from spacy_memcoref import cli
+    from spacy_memcoref.corpora import people
 
-    rows = cli.read_people_tsv(REPO / name)
+    rows = people.read_people_tsv(REPO / name)
     assert len(rows) == n_rows
     assert all(count >= 1 for *_, count in rows)
 

@@ -12,7 +12,8 @@ Importing this package does not import Ray.
 """
 from typing import Any
 
-from .runner import AnnotateError, AnnotateSummary, annotate_corpus, format_summary
+from .errors import AnnotateError
+from .runner import AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record, representative_name
 
 __all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]

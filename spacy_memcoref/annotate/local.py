@@ -9,8 +9,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
+from .errors import AnnotateError
 from .inputs import ShardPlan
-from .runner import AnnotateError
 from .worker import annotate_shard, load_pipeline
 
 MAX_POOL_RESTARTS = 3

@@ -25,9 +25,10 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
+from ..doc_helpers.clusters import CLUSTER_PREFIX
+from .errors import AnnotateError
 from .inputs import ShardPlan
-from .runner import AnnotateError
-from .worker import DEFAULT_PREFIX, annotate_shard, doc_record, load_pipeline
+from .worker import annotate_shard, doc_record, load_pipeline
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'
 
@@ -243,7 +244,7 @@ class MemcorefPredictor:
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
         self.text_column = text_column
         self.batch_size = batch_size
-        self.prefix = prefix or DEFAULT_PREFIX
+        self.prefix = prefix or CLUSTER_PREFIX
 
     def annotate(self, texts: List[str]) -> List[Dict[str, Any]]:
         """The record (without id) of each text."""

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
+from ..doc_helpers.clusters import CLUSTER_PREFIX
 from .inputs import ShardPlan, plan_shards, resolve_input
 from .output import OutputDir, model_identity
-from .worker import DEFAULT_PREFIX
 
 ENGINES = ("local", "ray")
 FORMATS = ("jsonl", "spacy")
@@ -18,11 +18,6 @@ COREF_FACTORIES = ("memcoref", "memcoref_petra")
 
 class BadInput(ValueError):
     """A bad input item stopped the run (without --skip-errors)."""
-
-
-class AnnotateError(RuntimeError):
-    """The workers failed (a process that keeps dying, a failed Ray job); the
-    shards written so far are kept."""
 
 
 class _InjectedFailure(RuntimeError):
@@ -95,18 +90,18 @@ def pipeline_prefix(model_dir: Optional[Path]) -> str:
     """span_cluster_prefix of the pipeline's first memcoref component (from its
     config.cfg), else the default."""
     if model_dir is None or not (model_dir / "config.cfg").exists():
-        return DEFAULT_PREFIX
+        return CLUSTER_PREFIX
     from thinc.api import Config
 
     try:
         config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
     except Exception:
-        return DEFAULT_PREFIX
+        return CLUSTER_PREFIX
     for name in config.get("nlp", {}).get("pipeline", []):
         block = config.get("components", {}).get(name, {})
         if block.get("factory") in COREF_FACTORIES:
-            return str(block.get("span_cluster_prefix", DEFAULT_PREFIX))
-    return DEFAULT_PREFIX
+            return str(block.get("span_cluster_prefix", CLUSTER_PREFIX))
+    return CLUSTER_PREFIX
 
 
 def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:

@@ -17,10 +17,8 @@ import resource
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from ..pipeline.gold import cluster_groups
+from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
 from .inputs import ShardPlan, read_shard
-
-DEFAULT_PREFIX = "coref_clusters"
 
 
 def is_proper_mention(span) -> bool:
@@ -51,7 +49,7 @@ def representative_name(spans) -> str:
     return best.text if best is not None else ""
 
 
-def doc_record(doc_id: Any, doc, prefix: str = DEFAULT_PREFIX) -> Dict[str, Any]:
+def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX) -> Dict[str, Any]:
     """The JSON record of an annotated Doc.
 
     doc_id (Any): the document id.
@@ -60,11 +58,8 @@ def doc_record(doc_id: Any, doc, prefix: str = DEFAULT_PREFIX) -> Dict[str, Any]
     RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions).
     """
     clusters = []
-    for key in cluster_groups(doc, prefix):
-        spans = list(doc.spans[key])
-        if not spans:
-            continue
-        mentions = sorted(spans, key=lambda s: (s.start_char, s.end_char))
+    for group in cluster_span_groups(doc, prefix):
+        mentions = sorted(group, key=lambda s: (s.start_char, s.end_char))
         clusters.append(
             {
                 "name": representative_name(mentions),
@@ -128,7 +123,7 @@ def annotate_shard(
         skipped, else None), and the worker's pid, peak RSS and timings.
     """
     t_start = time.time()
-    prefix = options.get("prefix") or DEFAULT_PREFIX
+    prefix = options.get("prefix") or CLUSTER_PREFIX
     formats = options.get("formats") or ["jsonl"]
     result: Dict[str, Any] = {
         "index": plan.index,
@@ -160,8 +155,7 @@ def annotate_shard(
     good = [item for item in items if item.error is None]
     for item in good:
         if not isinstance(item.content, str):  # a Doc from a DocBin: drop its gold clusters
-            for key in cluster_groups(item.content, prefix):
-                del item.content.spans[key]
+            clear_clusters(item.content, prefix)
     lines: List[str] = []
     docbin = None
     if "spacy" in formats:

@@ -32,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+from ..doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters, write_clusters
 from ..errors import DataFormatError, clip, quote
 from ..util import atomic_output, refuse_overwriting_input
+from .docbin import load_docbin
 
 Mention = Tuple[int, int]  # (start, end), end INCLUSIVE, document-level token indices
 Clusters = List[List[Mention]]
@@ -330,10 +332,9 @@ def _cached_msgpack_extensions() -> Iterator[None]:
 
     DocBin (de)serializes every span group with its own msgpack call, and each
     call makes srsly scan catalogue's whole registry and the installed entry
-    points (~1 ms). With one span group per cluster that was over half of the
-    conversion time (3.6 s of 6 s for OntoGUM train). Within this block the
-    lookups return the result of the first one; the registries are restored
-    afterwards.
+    points; with one span group per cluster, those scans dominated the
+    conversion time. Within this block the lookups return the result of the
+    first one; the registries are restored afterwards.
     """
     try:
         from srsly import msgpack as srsly_msgpack
@@ -382,9 +383,7 @@ def _raw_to_doc(raw: _RawDoc, vocab) -> "Doc":
     words = raw.words or []
     n = len(words)
     doc = Doc(vocab, words=words, spaces=[True] * (n - 1) + [False] if n else [], sent_starts=raw.sent_starts)
-    for i, cluster in enumerate(raw.clusters, 1):
-        name = f"coref_clusters_{i}"
-        doc.spans[name] = SpanGroup(doc, name=name, spans=[Span(doc, s, e + 1) for s, e in cluster])
+    write_clusters(doc, [[Span(doc, s, e + 1) for s, e in cluster] for cluster in raw.clusters])
     speakers = raw.speakers or []
     if any(s is not None for s in speakers):
         spans = []
@@ -461,7 +460,7 @@ def _make_vocab(lang: str, path: Path):
     """The vocab of a blank `lang` pipeline, without building the pipeline.
 
     spacy.blank() loads every spaCy entry point (here spacy-transformers,
-    hence transformers), which took 4 s; the Docs need only the vocab.
+    hence transformers), which is slow; the Docs need only the vocab.
     """
     from spacy.util import get_lang_class
     from spacy.vocab import create_vocab
@@ -499,15 +498,9 @@ def _add_docs(files: List[Path], lang: str, docbin, stats: "ConllStats", seen: D
 
 
 def _clusters_from_doc(doc, prefix: str) -> List[Tuple[int, List[Mention]]]:
-    """(cluster number N, mentions) for each non-empty group f"{prefix}_{N}", by N."""
-    pattern = re.compile(re.escape(prefix) + r"_(\d+)$")
-    out = []
-    for key, group in doc.spans.items():
-        match = pattern.match(key)
-        if match and len(group):
-            out.append((int(match.group(1)), [(span.start, span.end - 1) for span in group]))
-    out.sort(key=lambda item: item[0])
-    return out
+    """(cluster number N, mentions) for each non-empty cluster group of the
+    Doc, in cluster order (`doc_helpers.clusters`)."""
+    return [(n, [(span.start, span.end - 1) for span in group]) for n, group in numbered_clusters(doc, prefix)]
 
 
 def _coref_cells(n_tokens: int, clusters: Sequence[Tuple[int, Sequence[Mention]]]) -> List[str]:
@@ -633,7 +626,7 @@ def _doc_lines(doc, index: int, prefix: str) -> List[str]:
     return lines
 
 
-def write_conll(docs: Iterable["Doc"], path: Path, *, prefix: str = "coref_clusters") -> int:
+def write_conll(docs: Iterable["Doc"], path: Path, *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write Docs as one CoNLL-2012 file the reference scorer reads (atomically).
 
     Columns (tab-separated, 12): doc id, part number, word number in the
@@ -656,23 +649,12 @@ def write_conll(docs: Iterable["Doc"], path: Path, *, prefix: str = "coref_clust
     return n_docs
 
 
-def docbin_to_conll(input_path: Path, output_path: Path, *, prefix: str = "coref_clusters") -> int:
+def docbin_to_conll(input_path: Path, output_path: Path, *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write the clusters of a DocBin as a CoNLL-2012 file. RETURNS the number of documents."""
-    from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
-    input_path = Path(input_path)
-    if not input_path.is_file():
-        raise DataFormatError(input_path, None, "no such file (expected a DocBin .spacy file)")
+    docbin = load_docbin(input_path)
     refuse_overwriting_input([input_path], output_path)
-    try:
-        docbin = DocBin().from_disk(input_path)
-    except OSError:
-        raise
-    except Exception as err:  # msgpack / zlib errors on a file that is not a DocBin
-        raise DataFormatError(input_path, None, f"not a readable DocBin: {err}") from err
-    if len(docbin) == 0:
-        raise DataFormatError(input_path, None, "the DocBin holds no Docs")
     vocab = Vocab()  # the strings come from the DocBin; no pipeline needed
     with _cached_msgpack_extensions():
         return write_conll(docbin.get_docs(vocab), output_path, prefix=prefix)

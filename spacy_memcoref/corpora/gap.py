@@ -11,13 +11,18 @@ Each row becomes one Doc, tokenized by the pipeline's tokenizer, with
 - `doc.spans["coref_clusters_1"]`: the positive links, i.e. the pronoun with A
   and/or B where their label is TRUE (absent when both are FALSE).
 
+(The keys and labels are `doc_helpers.gap_annotation`'s; the cluster group
+follows `doc_helpers.clusters`.)
+
 Coreference labels are read like the official scorer reads them:
 `value.lower() == "true"` / `"false"`, so TRUE, True, true (any case) are
 accepted; anything else (including surrounding spaces) is an error here,
 where the official scorer would print "Unexpected label!" and go on.
 
 A system file (what the official scorer reads as `--system_tsv`) has no header
-and the columns `ID A-coref B-coref`, written here as TRUE/FALSE.
+and the columns `ID A-coref B-coref`, written here as TRUE/FALSE. This module
+only reads and writes: deciding a Doc's A-coref / B-coref is scoring's
+(`scoring.gap_decisions`, `scoring.gap_export`).
 """
 import functools
 import re
@@ -28,21 +33,17 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Un
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span, SpanGroup
-from spacy.vocab import Vocab
 
+from ..doc_helpers.clusters import write_clusters
+from ..doc_helpers.gap_annotation import GAP_SPANS_KEY, GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN
 from ..errors import DataFormatError, quote
-from ..util import atomic_output, refuse_overwriting_input
+from ..util import atomic_output, iter_lines, refuse_overwriting_input
 
 GAP_COLUMNS: Tuple[str, ...] = (
     "ID", "Text", "Pronoun", "Pronoun-offset", "A", "A-offset", "A-coref",
     "B", "B-offset", "B-coref", "URL",
 )
 SYSTEM_COLUMNS: Tuple[str, ...] = ("ID", "A-coref", "B-coref")
-GAP_SPANS_KEY = "gap"
-GAP_USER_DATA_KEY = "gap"
-LABEL_A = "A"
-LABEL_B = "B"
-LABEL_PRONOUN = "PRONOUN"
 
 _OFFSET_RE = re.compile(r"[0-9]+")
 
@@ -106,28 +107,6 @@ def parse_gap_label(value: Optional[str]) -> Optional[bool]:
 def format_gap_label(value: bool) -> str:
     """RETURNS (str): "TRUE" or "FALSE", as in the GAP files."""
     return "TRUE" if value else "FALSE"
-
-
-def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
-    """Yield (1-based line number, line without its line ending) of a UTF-8
-    text file. A byte-order mark at the start is dropped.
-
-    path (Union[str, Path]): the file.
-    YIELDS (Tuple[int, str]): line number and text.
-    """
-    with Path(path).open("rb") as file_:
-        for i, raw in enumerate(file_, start=1):
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(path, i, f"not valid UTF-8 ({err.reason} at byte {err.start})") from None
-            if i == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield i, text
 
 
 def _parse_offset(path: Path, line: int, column: str, value: str) -> int:
@@ -277,7 +256,7 @@ def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[s
         linked.append(spans[LABEL_B])
     if len(linked) > 1:
         linked.sort(key=lambda s: (s.start, s.end))
-        doc.spans["coref_clusters_1"] = SpanGroup(doc, name="coref_clusters_1", spans=linked)
+        write_clusters(doc, [linked])
     return doc, expansions
 
 
@@ -346,193 +325,18 @@ def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *
     }
 
 
-def gap_spans(doc: Doc) -> Dict[str, Span]:
-    """The A, B and PRONOUN spans of a GAP Doc.
+def write_gap_system_rows(rows: Iterable[Tuple[str, bool, bool]], path: Union[str, Path]) -> int:
+    """Write a GAP system file: ID<TAB>A-coref<TAB>B-coref lines (TRUE/FALSE,
+    no header), atomically.
 
-    doc (Doc): a Doc made by read_gap (or with the same doc.spans["gap"]).
-    RETURNS (Dict[str, Span]): label -> span for "A", "B", "PRONOUN".
+    rows (Iterable[Tuple[str, bool, bool]]): (ID, A linked, B linked).
+    path (Union[str, Path]): the system TSV to write (nothing on error).
+    RETURNS (int): rows written.
     """
-    if GAP_SPANS_KEY not in doc.spans:
-        raise ValueError(f'no doc.spans["{GAP_SPANS_KEY}"] (not a GAP Doc; convert GAP with `convert gap`)')
-    found: Dict[str, Span] = {}
-    for span in doc.spans[GAP_SPANS_KEY]:
-        if span.label_ in found:
-            raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has more than one span labelled {span.label_!r}')
-        found[span.label_] = span
-    missing = [label for label in (LABEL_A, LABEL_B, LABEL_PRONOUN) if label not in found]
-    if missing:
-        raise ValueError(f'doc.spans["{GAP_SPANS_KEY}"] has no span labelled {", ".join(missing)}')
-    return found
-
-
-def cluster_keys(doc: Doc, prefix: str = "coref_clusters") -> List[str]:
-    """The span-group keys f"{prefix}_{i}" of a Doc, ordered by i.
-
-    doc (Doc): the Doc.
-    prefix (str): the cluster prefix.
-    RETURNS (List[str]): the keys.
-    """
-    pattern = re.compile(re.escape(prefix) + r"_([0-9]+)")
-    numbered = []
-    for key in doc.spans:
-        match = pattern.fullmatch(key)
-        if match:
-            numbered.append((int(match.group(1)), key))
-    return [key for _, key in sorted(numbered)]
-
-
-def _overlaps(x: Span, y: Span) -> bool:
-    return x.start < y.end and y.start < x.end
-
-
-def gap_predictions_from_doc(doc: Doc, prefix: str = "coref_clusters") -> Tuple[bool, bool]:
-    """Whether A and B are linked to the pronoun by the clusters of a Doc.
-
-    The pronoun's cluster is any cluster doc.spans[f"{prefix}_{i}"] with a
-    mention that overlaps (shares a token with) the pronoun span; a candidate
-    is linked when it overlaps a mention of such a cluster. No such cluster
-    gives (False, False).
-
-    doc (Doc): a GAP Doc (doc.spans["gap"]) with predicted clusters.
-    prefix (str): the cluster prefix.
-    RETURNS (Tuple[bool, bool]): (A linked, B linked).
-    """
-    spans = gap_spans(doc)
-    pronoun, cand_a, cand_b = spans[LABEL_PRONOUN], spans[LABEL_A], spans[LABEL_B]
-    a_linked = b_linked = False
-    for key in cluster_keys(doc, prefix):
-        mentions = list(doc.spans[key])
-        if any(_overlaps(m, pronoun) for m in mentions):
-            a_linked = a_linked or any(_overlaps(m, cand_a) for m in mentions)
-            b_linked = b_linked or any(_overlaps(m, cand_b) for m in mentions)
-    return a_linked, b_linked
-
-
-GAP_PROBS_KEY = "gap_probs"
-DEFAULT_GAP_THRESHOLD = 0.5
-
-
-def gap_predictions_from_probs(doc: Doc, threshold: Optional[float] = None) -> Tuple[bool, bool]:
-    """Whether A and B are linked to the pronoun by the link probabilities a
-    probabilistic model (PeTra) stored in doc.user_data["gap_probs"] =
-    {"A": p_A, "B": p_B, "threshold": t}: linked when p >= t.
-
-    doc (Doc): a GAP Doc annotated by PeTra.
-    threshold (Optional[float]): overrides the stored threshold; None uses
-        it (0.5 when none is stored).
-    RETURNS (Tuple[bool, bool]): (A linked, B linked).
-    """
-    probs = doc.user_data.get(GAP_PROBS_KEY)
-    if not isinstance(probs, dict) or "A" not in probs or "B" not in probs:
-        raise ValueError(f'no doc.user_data["{GAP_PROBS_KEY}"] with "A" and "B" link probabilities')
-    if threshold is None:
-        threshold = float(probs.get("threshold", DEFAULT_GAP_THRESHOLD))
-    return float(probs["A"]) >= threshold, float(probs["B"]) >= threshold
-
-
-def gap_decisions_from_doc(doc: Doc, prefix: str = "coref_clusters", threshold: Optional[float] = None) -> Tuple[bool, bool]:
-    """A GAP Doc's decisions: from its link probabilities when a model stored
-    them (gap_predictions_from_probs, PeTra), else from its clusters
-    (gap_predictions_from_doc, s2e).
-
-    RETURNS (Tuple[bool, bool]): (A linked, B linked).
-    """
-    if isinstance(doc.user_data.get(GAP_PROBS_KEY), dict):
-        gap_spans(doc)  # same validation as the cluster path
-        return gap_predictions_from_probs(doc, threshold)
-    return gap_predictions_from_doc(doc, prefix)
-
-
-def gap_id_from_doc(doc: Doc) -> str:
-    """RETURNS (str): doc.user_data["gap"]["id"] (ValueError when absent)."""
-    data = doc.user_data.get(GAP_USER_DATA_KEY)
-    if not isinstance(data, dict) or not data.get("id"):
-        raise ValueError(f'no doc.user_data["{GAP_USER_DATA_KEY}"]["id"] (not a GAP Doc; convert GAP with `convert gap`)')
-    return str(data["id"])
-
-
-def gap_gold_from_doc(doc: Doc) -> Tuple[str, Optional[str], bool, bool]:
-    """The gold labels of a GAP Doc, for in-memory scoring (gap_metrics.gap_scores).
-
-    doc (Doc): a Doc made by read_gap.
-    RETURNS (Tuple[str, Optional[str], bool, bool]): (id, gender, A-coref,
-        B-coref); gender "masculine"/"feminine" from the pronoun as the
-        official scorer decides it, None for a pronoun outside its list.
-    """
-    from ..scoring.gap_metrics import pronoun_gender
-
-    ex_id = gap_id_from_doc(doc)
-    data = doc.user_data[GAP_USER_DATA_KEY]
-    pronoun = gap_spans(doc)[LABEL_PRONOUN]
-    return ex_id, pronoun_gender(pronoun.text), bool(data["A-coref"]), bool(data["B-coref"])
-
-
-def gap_system_rows(docs: Iterable[Doc], *, prefix: str = "coref_clusters", source: Union[str, Path] = "<docs>") -> List[Tuple[str, bool, bool]]:
-    """(ID, A linked, B linked) for every Doc, in order.
-
-    docs (Iterable[Doc]): GAP Docs with predicted clusters.
-    prefix (str): the cluster prefix.
-    source (Union[str, Path]): named in errors (the DocBin the Docs came from).
-    RETURNS (List[Tuple[str, bool, bool]]): the rows.
-    """
-    rows: List[Tuple[str, bool, bool]] = []
-    seen: Dict[str, int] = {}
-    for i, doc in enumerate(docs):
-        try:
-            ex_id = gap_id_from_doc(doc)
-            a_linked, b_linked = gap_decisions_from_doc(doc, prefix)
-        except ValueError as err:
-            raise DataFormatError(source, None, f"doc {i} (0-based): {err}") from None
-        if ex_id in seen:
-            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)} (first in doc {seen[ex_id]})")
-        if any(c in ex_id for c in "\t\r\n"):
-            raise DataFormatError(source, None, f"doc {i} (0-based): GAP ID {quote(ex_id)} contains a tab or line break")
-        seen[ex_id] = i
-        rows.append((ex_id, a_linked, b_linked))
-    return rows
-
-
-def _write_system_rows(rows: List[Tuple[str, bool, bool]], path: Union[str, Path]) -> None:
+    n_rows = 0
     with atomic_output(path) as tmp:
         with tmp.open("w", encoding="utf-8", newline="") as file_:
             for ex_id, a_linked, b_linked in rows:
                 file_.write(f"{ex_id}\t{format_gap_label(a_linked)}\t{format_gap_label(b_linked)}\n")
-
-
-def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
-    """Write a GAP system file (ID<TAB>A-coref<TAB>B-coref, TRUE/FALSE, no
-    header) from GAP Docs: link probabilities where a model stored them, else
-    clusters (see gap_decisions_from_doc).
-
-    docs (Iterable[Doc]): GAP Docs with predicted clusters.
-    path (Union[str, Path]): the system TSV to write (nothing on error).
-    prefix (str): the cluster prefix.
-    RETURNS (int): rows written.
-    """
-    rows = gap_system_rows(docs, prefix=prefix)
-    _write_system_rows(rows, path)
-    return len(rows)
-
-
-def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = "coref_clusters") -> int:
-    """Write the GAP system file of a DocBin of GAP Docs.
-
-    input_path (Union[str, Path]): the DocBin (.spacy).
-    output_path (Union[str, Path]): the system TSV to write (nothing on error).
-    prefix (str): the cluster prefix.
-    RETURNS (int): rows written.
-    """
-    input_path = Path(input_path)
-    refuse_overwriting_input([input_path], output_path)
-    try:
-        docbin = DocBin(store_user_data=True).from_disk(input_path)
-    except OSError:
-        raise
-    except Exception as err:  # zlib / msgpack / srsly errors of a file that is not a DocBin
-        raise DataFormatError(input_path, None, f"not a DocBin (.spacy) file: {err}") from None
-    if len(docbin) == 0:
-        raise DataFormatError(input_path, None, "the DocBin holds no Docs")
-    docs = docbin.get_docs(Vocab())
-    rows = gap_system_rows(docs, prefix=prefix, source=input_path)
-    _write_system_rows(rows, output_path)
-    return len(rows)
+                n_rows += 1
+    return n_rows

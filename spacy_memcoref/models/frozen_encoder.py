@@ -9,15 +9,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .encoder import encode_for_inference
-
-
-def find_transformer(tok2vec: Model) -> Optional[Model]:
-    """The spacy-transformers TransformerModel node inside a tok2vec (found
-    by its name and attrs, so spacy_transformers need not be imported)."""
-    for node in tok2vec.walk():
-        if node.name == "transformer" and "get_spans" in node.attrs and "set_transformer" in node.attrs:
-            return node
-    return None
+from .transformer_node import find_transformer
 
 
 def frozen_options_error(tok2vec: Model, freeze_encoder: bool, encoder_layers: int) -> Optional[str]:

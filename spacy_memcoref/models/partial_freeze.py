@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .frozen_encoder import find_transformer
+from .transformer_node import find_transformer
 
 FROZEN_MARK = "_memcoref_trainable_layers"
 

@@ -14,16 +14,13 @@ Pieces (all built by `build_petra`):
   last four layers of BERT), pooled to spaCy tokens like the encoder's own
   last layer; this needs the frozen encoder (spacy-transformers backpropagates
   into the last layer only).
-- the head (`PeTraHead`, a torch module): pytorch_petra.PeTra, created on the
-  first batch once the feature width is known and re-created from the saved
-  weights' shapes when a pipeline is loaded (nlp.to_disk / spacy.load /
-  from_bytes work without nlp.initialize()). It owns the Gumbel-softmax
-  temperature schedule (tau = 1, halved every ``temperature_halving_steps``
-  training batches, floored at MIN_TEMPERATURE), counted in a buffer saved with
-  the weights. It converts every prediction to numpy on the CPU.
+- the head: pytorch_petra_head.PeTraHead (pytorch_petra.PeTra built lazily
+  at the feature width, the temperature schedule, predictions as numpy);
+- the hooks the component calls: ``make_gold`` (the sparse gold of
+  doc_helpers.petra_gold as a pytorch_petra.SparseGold) and ``write_extras``
+  (doc._.memory_log and the GAP link probabilities).
 """
-import functools
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -31,12 +28,19 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..pipeline.memory_log import GAP_PROBS_KEY, set_memory_log
-from ..pipeline.petra_gold import gap_reference_spans, petra_sparse_target
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, GAP_SPANS_KEY, gap_reference_spans
+from ..doc_helpers.memory_log import set_memory_log
+from ..doc_helpers.petra_gold import petra_sparse_target
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
-# tau never goes below this (halving forever would end in inf / NaN).
-MIN_TEMPERATURE = 0.01
+
+# the Thinc model's name: how a pipeline's PeTra component is recognized
+PETRA_MODEL_NAME = "petra"
+
+
+def is_petra_model(model: Model) -> bool:
+    """RETURNS (bool): whether `model` was built by spacy_memcoref.PeTra.v1."""
+    return model.name == PETRA_MODEL_NAME
 
 
 def _check(condition: bool, message: str) -> None:
@@ -125,10 +129,10 @@ def build_petra(
     _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_petra import SparseGold
-    from .torch_head import build_coref_model
+    from .pytorch_petra_head import PeTraHead
+    from .thinc_glue import build_coref_model
 
-    head_cls = _petra_head_class()
-    head = head_cls(
+    head = PeTraHead(
         petra_kwargs=dict(
             hidden_size=hidden_size,
             num_cells=num_cells,
@@ -153,12 +157,13 @@ def build_petra(
 
     encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers) if freeze_encoder else tok2vec
     return build_coref_model(
-        "petra",
+        PETRA_MODEL_NAME,
         encoder,
         head,
         make_petra_head_input,
+        make_gold=make_gold,
+        write_extras=write_petra_extras,
         lr_scale=float(head_lr_scale),
-        attrs={"gold_kind": "sparse", "make_gold": make_gold, "write_extras": write_petra_extras},
     )
 
 
@@ -174,7 +179,7 @@ def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[Tu
     RETURNS (Tuple): (tokens, gap spans or None).
     """
     gap = None
-    if len(doc) and "gap" in doc.spans:
+    if len(doc) and GAP_SPANS_KEY in doc.spans:
         spans = gap_reference_spans(doc)
         if spans is not None:
             gap = tuple((span.start, span.end - 1) for span in spans)
@@ -195,121 +200,3 @@ def write_petra_extras(doc: Doc, prediction: Dict[str, Any]) -> None:
         doc.user_data[GAP_PROBS_KEY] = {"A": float(p_a), "B": float(p_b)}
     else:
         doc.user_data.pop(GAP_PROBS_KEY, None)
-
-
-# ----- the torch head -------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def _petra_head_class():
-    """Define PeTraHead on first use, so this module imports without torch."""
-    import torch
-    from torch import nn
-
-    from .pytorch_petra import LOG_KEYS, PeTra, decode_clusters, span_link_probability
-
-    class PeTraHead(nn.Module):
-        """pytorch_petra.PeTra behind the (inputs, golds) -> (loss,
-        predictions) interface of torch_head.build_coref_model.
-
-        The PeTra module is created on the first batch with a token (its
-        GRU input width is the encoder's width), or from a saved state dict.
-
-        petra_kwargs (dict): PeTra's keyword arguments, input_size excluded.
-        entity_threshold (float): decode_clusters threshold.
-        min_mentions (int): decode_clusters min_mentions.
-        temperature_halving_steps (int): tau halves every this many training
-            batches (0: constant 1).
-        """
-
-        def __init__(
-            self,
-            *,
-            petra_kwargs: Dict[str, Any],
-            entity_threshold: float = 0.5,
-            min_mentions: int = 2,
-            temperature_halving_steps: int = 0,
-        ) -> None:
-            super().__init__()
-            self.petra_kwargs = dict(petra_kwargs)
-            self.entity_threshold = entity_threshold
-            self.min_mentions = min_mentions
-            self.temperature_halving_steps = temperature_halving_steps
-            self.petra: Optional[PeTra] = None
-            # Training batches seen: drives the temperature schedule, saved
-            # with the weights so that resumed training continues it.
-            self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
-
-        # -- lazy construction ---------------------------------------------------
-
-        def _build(self, input_size: int, device: torch.device) -> None:
-            petra = PeTra(input_size, **self.petra_kwargs)
-            petra.train(self.training)
-            self.petra = petra.to(device)
-
-        def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-            key = prefix + "petra.gru.weight_ih_l0"
-            if self.petra is None and key in state_dict:
-                self._build(int(state_dict[key].shape[1]), self.num_updates.device)
-            super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-        # -- schedule ------------------------------------------------------------
-
-        def temperature(self) -> float:
-            """RETURNS (float): tau for the next training batch."""
-            steps = self.temperature_halving_steps
-            if not steps:
-                return 1.0
-            return max(MIN_TEMPERATURE, 0.5 ** (int(self.num_updates) // steps))
-
-        # -- forward -------------------------------------------------------------
-
-        def forward(self, inputs, golds=None):
-            feats = [x for x, _ in inputs]
-            nonempty = [i for i, x in enumerate(feats) if x.shape[0] > 0]
-            if self.petra is None:
-                if not nonempty:
-                    return None, [self._empty_prediction(self.petra_kwargs["num_cells"]) for _ in inputs]
-                first = feats[nonempty[0]]
-                self._build(int(first.shape[1]), first.device)
-            petra = self.petra
-            if self.training and golds is not None:
-                petra.set_temperature(self.temperature())
-                self.num_updates += 1
-            d_in = petra.input_size
-            feats = [x if x.shape[0] > 0 else x.new_zeros(0, d_in) for x in feats]
-            gold = None
-            if golds is not None:
-                gold = list(golds)
-            loss, logs = petra(feats, gold)
-            if self.training:
-                return loss, [{"clusters": []} for _ in inputs]
-            return loss, [self._prediction(log, gap) for log, (_, gap) in zip(logs, inputs)]
-
-        def _empty_prediction(self, n_cells: int) -> Dict[str, Any]:
-            import numpy
-
-            log = {
-                "entity": numpy.zeros((0,), dtype=numpy.float32),
-                "overwrite": numpy.zeros((0, n_cells), dtype=numpy.float32),
-                "coref": numpy.zeros((0, n_cells), dtype=numpy.float32),
-                "usage": numpy.zeros((0, n_cells), dtype=numpy.float32),
-            }
-            return {"clusters": [], "memory_log": log}
-
-        def _prediction(self, log, gap) -> Dict[str, Any]:
-            log = {key: log[key].detach() for key in LOG_KEYS}
-            arrays = {key: log[key].float().cpu().numpy().astype("float32", copy=False) for key in LOG_KEYS}
-            prediction: Dict[str, Any] = {
-                "clusters": decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
-                "memory_log": arrays,
-            }
-            if gap is not None:
-                span_a, span_b, pronoun = gap
-                prediction["gap"] = (
-                    float(span_link_probability(log, span_a, pronoun)),
-                    float(span_link_probability(log, span_b, pronoun)),
-                )
-            return prediction
-
-    return PeTraHead

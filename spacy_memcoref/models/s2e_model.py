@@ -3,13 +3,14 @@
 torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from ..doc_helpers.gold import aligned_gold_clusters
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
 
@@ -86,7 +87,7 @@ def build_s2e(
     _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_s2e import S2EDocument, S2EHead
-    from .torch_head import build_coref_model, sentence_ids, speaker_ids
+    from .thinc_glue import build_coref_model, sentence_ids, speaker_ids
 
     head = S2EHead(
         hidden_size=hidden_size,
@@ -112,5 +113,15 @@ def build_s2e(
     if freeze_encoder:
         tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers)
     return build_coref_model(
-        "s2e", tok2vec, head, make_head_input, lr_scale=head_lr_scale, attrs={"gold_kind": "clusters"}
+        "s2e",
+        tok2vec,
+        head,
+        make_head_input,
+        make_gold=aligned_gold_clusters,
+        write_extras=write_s2e_extras,
+        lr_scale=head_lr_scale,
     )
+
+
+def write_s2e_extras(doc: Doc, prediction: Dict[str, Any]) -> None:
+    """s2e writes nothing beyond the clusters the component writes."""

@@ -2,8 +2,9 @@
 doc.spans[f"{prefix}_{i}"] (i from 1), spaCy's own convention, so spaCy's
 scorers, span_cleaner and displaCy's span renderer work unchanged.
 
-The model (s2e or PeTra) computes its own loss from the gold it is given;
-this module only moves Docs, gold and predictions around.
+The model (s2e or PeTra) computes its own loss from the gold it is given and
+brings its own hooks (thinc_glue: ``make_gold``, ``write_extras``); this
+module only moves Docs, gold and predictions around.
 """
 import inspect
 import warnings
@@ -17,11 +18,13 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 
+from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, token._.memory_usage)
+from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
+from ..doc_helpers.gold import copy_speakers
 from ..models.encoder import build_embedded_transformer
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
-from .gold import aligned_gold_clusters, cluster_groups, copy_speakers
-from .memory_log import GAP_PROBS_KEY  # also registers doc._.memory_log, token._.memory_usage
 
 def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
     """The config block of a registered architecture with its builder's
@@ -52,7 +55,7 @@ DEFAULT_SCORE_WEIGHTS = {
     assigns=["doc.spans"],
     default_config={
         "model": DEFAULT_S2E_MODEL,
-        "span_cluster_prefix": "coref_clusters",
+        "span_cluster_prefix": CLUSTER_PREFIX,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -87,7 +90,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
     assigns=["doc.spans", "doc._.memory_log"],
     default_config={
         "model": DEFAULT_PETRA_MODEL,
-        "span_cluster_prefix": "coref_clusters",
+        "span_cluster_prefix": CLUSTER_PREFIX,
         "gap_threshold": 0.5,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
@@ -137,7 +140,7 @@ class CorefComponent(TrainablePipe):
         model: Model,
         name: str = "memcoref",
         *,
-        span_cluster_prefix: str = "coref_clusters",
+        span_cluster_prefix: str = CLUSTER_PREFIX,
         scorer: Optional[Callable] = None,
         gap_threshold: Optional[float] = None,
     ) -> None:
@@ -162,6 +165,17 @@ class CorefComponent(TrainablePipe):
     def prefix(self) -> str:
         return self.cfg["span_cluster_prefix"]
 
+    def _hook(self, name: str) -> Callable:
+        """One of the model's hooks (make_gold, write_extras: see
+        models.thinc_glue), which every builder of this package sets."""
+        hook = self.model.attrs.get(name)
+        if hook is None:
+            raise ValueError(
+                f"The '{self.name}' component's model {self.model.name!r} sets no {name!r} hook in its attrs "
+                "(the coreference builders set make_gold and write_extras)"
+            )
+        return hook
+
     # ----- inference ----------------------------------------------------------
 
     def predict(self, docs: Iterable[Doc]) -> List[Dict[str, Any]]:
@@ -175,14 +189,11 @@ class CorefComponent(TrainablePipe):
         return predictions
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
+        write_extras = self._hook("write_extras")
         for doc, prediction in zip(docs, predictions):
-            for key in cluster_groups(doc, self.prefix):
-                del doc.spans[key]
-            for i, cluster in enumerate(prediction["clusters"], start=1):
-                doc.spans[f"{self.prefix}_{i}"] = [doc[start : end + 1] for start, end in cluster]
-            writer = self.model.attrs.get("write_extras")
-            if writer is not None:
-                writer(doc, prediction)
+            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in prediction["clusters"]]
+            write_clusters(doc, clusters, self.prefix)
+            write_extras(doc, prediction)
             if "gap_threshold" in self.cfg and isinstance(doc.user_data.get(GAP_PROBS_KEY), dict):
                 # the decision threshold travels with the probabilities (export gap reads it)
                 doc.user_data[GAP_PROBS_KEY]["threshold"] = float(self.cfg["gap_threshold"])
@@ -190,18 +201,12 @@ class CorefComponent(TrainablePipe):
     # ----- training -----------------------------------------------------------
 
     def _golds(self, examples: List[Example]) -> List[Any]:
-        kind = self.model.attrs.get("gold_kind", "clusters")
-        make_gold = self.model.attrs.get("make_gold")
+        make_gold = self._hook("make_gold")
         golds = []
         n_missed = 0
         for eg in examples:
             copy_speakers(eg)
-            if make_gold is not None:
-                gold, missed = make_gold(eg, self.prefix)
-            elif kind == "clusters":
-                gold, missed = aligned_gold_clusters(eg, self.prefix)
-            else:
-                raise ValueError(f"unknown gold kind {kind!r}")
+            gold, missed = make_gold(eg, self.prefix)
             golds.append(gold)
             n_missed += missed
         if n_missed and not self._warned_unaligned:

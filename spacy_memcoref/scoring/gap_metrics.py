@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from ..corpora.gap import SYSTEM_COLUMNS, iter_lines, parse_gap_label, read_gap_rows
+from ..corpora.gap import SYSTEM_COLUMNS, parse_gap_label, read_gap_rows
 from ..errors import DataFormatError, quote
+from ..util import iter_lines
 
 MASCULINE = "masculine"
 FEMININE = "feminine"

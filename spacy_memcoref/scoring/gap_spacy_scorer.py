@@ -4,135 +4,37 @@ reference Docs carry GAP annotation (doc.spans["gap"], doc.user_data["gap"]);
 plus the coreference metrics of `spacy_memcoref.coref_scorer.v1` over the
 Examples without GAP annotation, when there are any.
 
-A decision (is A / B linked to the pronoun?) is read from the predicted Doc:
-
-1. doc.user_data["gap_probs"] (written by PeTra when the predicted Doc has
-   GAP spans): p >= threshold;
-2. else doc._.memory_log (PeTra, when the predicted Doc was made from the
-   raw text, as in `spacy train`): the paper's link probability (Eq. 9, max
-   over token pairs) of the reference spans aligned to the predicted tokens
-   (by characters, expanded), p >= threshold;
-3. else the predicted clusters (s2e): a candidate is linked when it shares a
-   token with a mention of a cluster that shares a token with the pronoun.
+A decision (is A / B linked to the pronoun?) is read from the predicted Doc
+by `gap_decisions.gap_decisions`, the rule `export gap` uses too: stored link
+probabilities (PeTra), else the memory log (PeTra), else the clusters (s2e).
 
 The threshold is the component's cfg["gap_threshold"] (spaCy passes a
 component's cfg to its scorer), else the scorer's `threshold` (0.5): a fixed
 0.5 in training, the tuned value once `tune-gap-threshold` stored one.
 
-Only spaCy is imported at module level; torch only for case 2.
+Only spaCy is imported at module level (torch only to read a memory log).
 """
 import math
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-from ..corpora.gap import GAP_USER_DATA_KEY, LABEL_PRONOUN
-from ..pipeline.memory_log import GAP_PROBS_KEY, MEMORY_LOG_ATTR
-from ..pipeline.petra_gold import align_span, gap_reference_spans, has_gap_annotation
-from .spacy_scorer import DEFAULT_PREFIX, doc_char_clusters
+from ..doc_helpers.clusters import CLUSTER_PREFIX
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, has_gap_annotation
+from ..errors import DataFormatError, quote
+from .gap_decisions import DEFAULT_GAP_THRESHOLD, gap_decisions, gap_gold, stored_gap_probabilities
 
-DEFAULT_THRESHOLD = 0.5
 GAP_KEYS = (
     "gap_p", "gap_r", "gap_f", "gap_p_masc", "gap_r_masc", "gap_f_masc",
     "gap_p_fem", "gap_r_fem", "gap_f_fem", "gap_bias",
 )
 
 
-def _chars_overlap(x: Tuple[int, int], y: Tuple[int, int]) -> bool:
-    return x[0] < y[1] and y[0] < x[1]
-
-
-def _cluster_decisions(predicted: Doc, spans_abp, prefix: str) -> Tuple[bool, bool]:
-    """Cluster-overlap decisions with the reference spans aligned (expanded)
-    to the predicted tokens, compared by character ranges."""
-    ranges = []
-    for span in spans_abp:
-        aligned = align_span(predicted, span)
-        if aligned is None:
-            ranges.append(None)
-        else:
-            ranges.append((predicted[aligned[0]].idx, predicted[aligned[1]].idx + len(predicted[aligned[1]])))
-    cand_a, cand_b, pronoun = ranges
-    a_linked = b_linked = False
-    if pronoun is None:
-        return False, False
-    for cluster in doc_char_clusters(predicted, prefix):
-        if any(_chars_overlap(m, pronoun) for m in cluster):
-            a_linked = a_linked or (cand_a is not None and any(_chars_overlap(m, cand_a) for m in cluster))
-            b_linked = b_linked or (cand_b is not None and any(_chars_overlap(m, cand_b) for m in cluster))
-    return a_linked, b_linked
-
-
-def gap_link_probabilities(predicted: Doc, reference: Doc) -> Optional[Tuple[float, float]]:
-    """(p_A, p_B) of a GAP Example from the predicted Doc: its
-    user_data["gap_probs"], else its memory log with the reference spans
-    aligned to its tokens; None when it has neither.
-
-    predicted (Doc): the annotated Doc.
-    reference (Doc): the gold Doc with doc.spans["gap"].
-    RETURNS (Optional[Tuple[float, float]]): the probabilities.
-    """
-    probs = predicted.user_data.get(GAP_PROBS_KEY)
-    if isinstance(probs, dict) and "A" in probs and "B" in probs:
-        return float(probs["A"]), float(probs["B"])
-    log = predicted._.get(MEMORY_LOG_ATTR) if predicted.has_extension(MEMORY_LOG_ATTR) else None
-    if log is None:
-        return None
-    spans_abp = gap_reference_spans(reference)
-    if spans_abp is None:
-        return None
-    cand_a, cand_b, pronoun = (align_span(predicted, span) for span in spans_abp)
-    if pronoun is None:
-        return 0.0, 0.0
-    from ..models.pytorch_petra import span_link_probability
-
-    p_a = float(span_link_probability(log, cand_a, pronoun)) if cand_a is not None else 0.0
-    p_b = float(span_link_probability(log, cand_b, pronoun)) if cand_b is not None else 0.0
-    return p_a, p_b
-
-
-def gap_decisions(example: Example, threshold: float, prefix: str = DEFAULT_PREFIX) -> Tuple[bool, bool]:
-    """(A linked, B linked) of one GAP Example (see the module docstring).
-
-    example (Example): reference with GAP annotation, predicted annotated.
-    threshold (float): decision threshold for link probabilities.
-    prefix (str): the cluster prefix (for the cluster fallback).
-    RETURNS (Tuple[bool, bool]): the decisions.
-    """
-    probs = gap_link_probabilities(example.predicted, example.reference)
-    if probs is not None:
-        return probs[0] >= threshold, probs[1] >= threshold
-    spans_abp = gap_reference_spans(example.reference)
-    if spans_abp is None:
-        return False, False
-    return _cluster_decisions(example.predicted, spans_abp, prefix)
-
-
-def gap_gold(reference: Doc) -> Tuple[str, str, bool, bool]:
-    """(id, gender, A-coref, B-coref) of a GAP reference Doc.
-
-    RETURNS (Tuple[str, str, bool, bool]): gender is "masculine"/"feminine".
-    """
-    from .gap_metrics import pronoun_gender
-
-    data = reference.user_data[GAP_USER_DATA_KEY]
-    spans_abp = gap_reference_spans(reference)
-    if spans_abp is None:
-        raise ValueError(f"GAP example {data.get('id')!r}: doc.spans['gap'] needs one A, one B and one PRONOUN span")
-    pronoun = spans_abp[2]
-    gender = pronoun_gender(pronoun.text)
-    if gender is None:
-        raise ValueError(
-            f"GAP example {data.get('id')!r}: pronoun {pronoun.text!r} ({LABEL_PRONOUN}) has no gender in "
-            "the official GAP scorer's list"
-        )
-    return str(data.get("id")), gender, bool(data["A-coref"]), bool(data["B-coref"])
-
-
 def score_gap_examples(
-    examples: Iterable[Example], *, threshold: float = DEFAULT_THRESHOLD, span_cluster_prefix: str = DEFAULT_PREFIX
+    examples: Iterable[Example], *, threshold: float = DEFAULT_GAP_THRESHOLD, span_cluster_prefix: str = CLUSTER_PREFIX
 ) -> Dict[str, Optional[float]]:
     """GAP scores of the GAP Examples, coreference scores of the others.
 
@@ -157,7 +59,7 @@ def score_gap_examples(
         ex_id, gender, gold_a, gold_b = gap_gold(example.reference)
         key = ex_id if ex_id not in gold else f"{ex_id}#{i}"
         gold[key] = (gender, gold_a, gold_b)
-        system[key] = gap_decisions(example, threshold, span_cluster_prefix)
+        system[key] = gap_decisions(example.predicted, example.reference, prefix=span_cluster_prefix, threshold=threshold)
     scores: Dict[str, Optional[float]] = {key: None for key in GAP_KEYS}
     if gold:
         for key, value in gap_scores(gold, system).items():
@@ -169,7 +71,7 @@ def score_gap_examples(
 
 @registry.scorers("spacy_memcoref.gap_scorer.v1")
 def make_gap_scorer(
-    span_cluster_prefix: str = DEFAULT_PREFIX, threshold: float = DEFAULT_THRESHOLD
+    span_cluster_prefix: str = CLUSTER_PREFIX, threshold: float = DEFAULT_GAP_THRESHOLD
 ) -> Callable[..., Dict[str, Optional[float]]]:
     """Make the GAP scorer.
 
@@ -228,3 +130,33 @@ def tune_gap_threshold(
     best_f = max(scores["gap_f"] for _, scores in table)
     tied = [t for t, scores in table if scores["gap_f"] == best_f]
     return tied[(len(tied) - 1) // 2], table
+
+
+def gap_gold_and_probabilities(
+    docs: Iterable[Doc], *, source: Union[str, Path], component: str
+) -> Tuple[Dict[str, Tuple[str, bool, bool]], Dict[str, Tuple[float, float]]]:
+    """The gold labels and link probabilities of GAP Docs annotated by a
+    PeTra component, for tune_gap_threshold.
+
+    docs (Iterable[Doc]): the annotated validation Docs.
+    source (Union[str, Path]): the file they came from (named in errors).
+    component (str): the component that annotated them (named in errors).
+    RETURNS (Tuple[Dict, Dict]): ID -> (gender, A-coref, B-coref) and
+        ID -> (p_A, p_B).
+    RAISES DataFormatError: a Doc without GAP annotation, or an ID twice.
+    RAISES ValueError: the component wrote no link probabilities.
+    """
+    gold: Dict[str, Tuple[str, bool, bool]] = {}
+    probs: Dict[str, Tuple[float, float]] = {}
+    for i, doc in enumerate(docs):
+        if not has_gap_annotation(doc):
+            raise DataFormatError(source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
+        ex_id, gender, gold_a, gold_b = gap_gold(doc)
+        if ex_id in gold:
+            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
+        p = stored_gap_probabilities(doc)
+        if p is None:
+            raise ValueError(f"component {component!r} wrote no link probabilities (doc.user_data['{GAP_PROBS_KEY}'])")
+        gold[ex_id] = (gender, gold_a, gold_b)
+        probs[ex_id] = p
+    return gold, probs

@@ -1,42 +1,23 @@
 """spaCy scorer `spacy_memcoref.coref_scorer.v1`: MUC, B3, CEAFe, LEA and CoNLL F1.
 
 Clusters are read from the span groups f"{prefix}_{i}" (i = 1, 2, ...) of the
-reference and predicted Docs. The two Docs may be tokenized differently, so
-mentions are identified by CHARACTER offsets (start_char, end_char). Each
+reference and predicted Docs (`doc_helpers.clusters.char_clusters`). The two
+Docs may be tokenized differently, so mentions are identified by CHARACTER
+offsets (start_char, end_char). Each
 Example is one document; counts are micro-averaged over the Examples like the
 CoNLL-2012 reference scorer does over documents.
 
 This module imports only spaCy; the metrics are imported when scoring.
 """
-import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional
 
-from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-DEFAULT_PREFIX = "coref_clusters"
+from ..doc_helpers.clusters import CLUSTER_PREFIX, char_clusters
 
 
-def doc_char_clusters(doc: Doc, prefix: str = DEFAULT_PREFIX) -> List[List[Tuple[int, int]]]:
-    """The clusters of a Doc as lists of (start_char, end_char) mentions.
-
-    doc (Doc): the Doc.
-    prefix (str): the span-group prefix; groups f"{prefix}_{i}" with an
-        integer i are read, in order of i; empty groups are skipped.
-    RETURNS (List[List[Tuple[int, int]]]): the clusters.
-    """
-    pattern = re.compile(re.escape(prefix) + r"_(\d+)$")
-    numbered = []
-    for name, group in doc.spans.items():
-        match = pattern.match(name)
-        if match and len(group):
-            numbered.append((int(match.group(1)), [(span.start_char, span.end_char) for span in group]))
-    numbered.sort(key=lambda item: item[0])
-    return [mentions for _, mentions in numbered]
-
-
-def score_coref_examples(examples: Iterable[Example], *, span_cluster_prefix: str = DEFAULT_PREFIX) -> Dict[str, float]:
+def score_coref_examples(examples: Iterable[Example], *, span_cluster_prefix: str = CLUSTER_PREFIX) -> Dict[str, float]:
     """Score the predicted clusters of Examples against the reference clusters.
 
     examples (Iterable[Example]): one Example per document.
@@ -49,14 +30,14 @@ def score_coref_examples(examples: Iterable[Example], *, span_cluster_prefix: st
     evaluator = CorefEvaluator()
     for example in examples:
         evaluator.add_document(
-            doc_char_clusters(example.reference, span_cluster_prefix),
-            doc_char_clusters(example.predicted, span_cluster_prefix),
+            char_clusters(example.reference, span_cluster_prefix),
+            char_clusters(example.predicted, span_cluster_prefix),
         )
     return evaluator.scores()
 
 
 @registry.scorers("spacy_memcoref.coref_scorer.v1")
-def make_coref_scorer(span_cluster_prefix: str = DEFAULT_PREFIX) -> Callable[..., Dict[str, float]]:
+def make_coref_scorer(span_cluster_prefix: str = CLUSTER_PREFIX) -> Callable[..., Dict[str, float]]:
     """Make the coreference scorer.
 
     span_cluster_prefix (str): default span-group prefix of the clusters; a

@@ -4,12 +4,17 @@ to a PyTorch coreference head that computes its own loss.
 The model's input is ``(docs, golds)`` with ``golds`` None at inference; its
 output is ``(loss, predictions)``. Backpropagating the scalar 1.0 through it
 trains the head and the encoder together, so the component never touches a
-tensor. Only import this module from a model builder: it imports torch.
+tensor. Each builder also gives the component two hooks, in the model's
+attrs: ``make_gold(example, prefix) -> (gold, n_missed)`` builds a document's
+gold in the form its head wants, ``write_extras(doc, prediction)`` writes
+what a prediction holds beyond the clusters. Only import this module from a
+model builder: it imports torch.
 """
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from spacy.tokens import Doc
+from spacy.training import Example
 from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
@@ -19,6 +24,10 @@ CorefInput = Tuple[List[Doc], Optional[List[Any]]]
 CorefOutput = Tuple[float, List[Any]]
 # (doc, token vectors as a torch tensor) -> the head's per-document input
 MakeHeadInput = Callable[[Doc, torch.Tensor], Any]
+# (example, cluster prefix) -> (the document's gold for the head, gold mentions left out)
+MakeGold = Callable[[Example, str], Tuple[Any, int]]
+# (doc, one prediction of the head) -> None: writes what is not clusters
+WriteExtras = Callable[[Doc, Dict[str, Any]], None]
 
 
 class ScaledLRPyTorchShim(PyTorchShim):
@@ -76,8 +85,9 @@ def build_coref_model(
     head: torch.nn.Module,
     make_head_input: MakeHeadInput,
     *,
+    make_gold: MakeGold,
+    write_extras: WriteExtras,
     lr_scale: float = 1.0,
-    attrs: Optional[dict] = None,
 ) -> Model[CorefInput, CorefOutput]:
     """Chain an encoder and a torch head into one Thinc model.
 
@@ -85,8 +95,10 @@ def build_coref_model(
     tok2vec (Model[List[Doc], List[Floats2d]]): the encoder.
     head (torch.nn.Module): forward(inputs, golds) -> (loss or None, predictions).
     make_head_input (MakeHeadInput): builds the head's input for one document.
+    make_gold (MakeGold): the component's gold hook (attrs["make_gold"]).
+    write_extras (WriteExtras): the component's writer of a prediction's
+        extras (attrs["write_extras"]).
     lr_scale (float): learning-rate multiplier for the head's parameters.
-    attrs (Optional[dict]): extra attrs (the component reads "gold_kind").
     RETURNS (Model[CorefInput, CorefOutput]): the model.
     """
     head_layer = Model(
@@ -102,7 +114,7 @@ def build_coref_model(
         _forward,
         init=_init,
         layers=[tok2vec, head_layer, Dropout(0.0)],
-        attrs=dict(attrs or {}),
+        attrs={"make_gold": make_gold, "write_extras": write_extras},
     )
 
 

@@ -6,8 +6,9 @@
   ``write_extras``.
 - ``token._.memory_usage``: the token's [N] usage row (a view into the Doc's
   log), None when the Doc has no log.
-- ``doc.user_data["gap_probs"]``: ``{"A": p_A, "B": p_B}`` link probabilities
-  of a GAP Doc (plus ``"threshold"``, the component's decision threshold).
+
+PeTra also writes the link probabilities of a GAP Doc beside the log (see
+``doc_helpers.gap_annotation.GAP_PROBS_KEY``).
 
 The log lives in doc.user_data (as every Doc extension value does), so it
 survives ``DocBin(store_user_data=True)`` and ``doc.to_bytes()``: srsly's
@@ -17,8 +18,6 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy
 from spacy.tokens import Doc, Token
-
-from ..corpora.gap import GAP_PROBS_KEY
 
 MEMORY_LOG_ATTR = "memory_log"
 MEMORY_USAGE_ATTR = "memory_usage"

@@ -1,31 +1,31 @@
 """Gold targets for training, aligned to the predicted tokens by character
 offsets (predicted and reference Docs may be tokenized differently)."""
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 
-Span = Tuple[int, int]  # inclusive token indices
-Clusters = List[List[Span]]
+from .clusters import token_clusters
+
+TokenSpan = Tuple[int, int]  # inclusive token indices
+Clusters = List[List[TokenSpan]]
 
 
-def cluster_groups(doc: Doc, prefix: str) -> List[str]:
-    """Names of the span groups f"{prefix}_{i}" (i = 1, 2, ...) in numeric order."""
-    marker = f"{prefix}_"
-    numbered = []
-    for key in doc.spans:
-        if key.startswith(marker) and key[len(marker):].isdigit():
-            numbered.append((int(key[len(marker):]), key))
-    return [key for _, key in sorted(numbered)]
+def align_span(predicted: Doc, span: Span) -> Optional[TokenSpan]:
+    """Map a reference span onto the predicted tokens by character offsets,
+    expanding to the covering tokens.
 
-
-def doc_clusters(doc: Doc, prefix: str) -> Clusters:
-    """Clusters of a Doc as inclusive token spans, in span-group order."""
-    return [
-        [(span.start, span.end - 1) for span in doc.spans[key]]
-        for key in cluster_groups(doc, prefix)
-        if len(doc.spans[key])
-    ]
+    predicted (Doc): the Doc the model reads.
+    span (Span): a span of the reference Doc (same text).
+    RETURNS (Optional[TokenSpan]): inclusive (start, end), or None when the
+        characters cover no predicted token (e.g. only whitespace).
+    """
+    if len(predicted) == 0:
+        return None
+    aligned = predicted.char_span(span.start_char, span.end_char, alignment_mode="expand")
+    if aligned is None or len(aligned) == 0:
+        return None
+    return aligned.start, aligned.end - 1
 
 
 def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]:
@@ -41,7 +41,7 @@ def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]
     same_tokens = predicted.text == reference.text and len(predicted) == len(reference) and all(
         p.idx == r.idx for p, r in zip(predicted, reference)
     )
-    gold = doc_clusters(reference, prefix)
+    gold = token_clusters(reference, prefix)
     if same_tokens:
         return gold, 0
     clusters: Clusters = []

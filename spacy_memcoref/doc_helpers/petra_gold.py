@@ -25,51 +25,15 @@ No torch here: the model builder wraps the result in pytorch_petra.SparseGold.
 """
 from typing import List, Optional, Tuple
 
-from spacy.tokens import Doc, Span
 from spacy.training import Example
 
-from ..corpora.gap import GAP_SPANS_KEY, GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN
-from .gold import cluster_groups
+from .clusters import cluster_span_groups
+from .gap_annotation import GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN, gap_reference_spans, has_gap_annotation
+from .gold import align_span
 
 TokenSpan = Tuple[int, int]  # inclusive token indices on the predicted Doc
 SpanPair = Tuple[int, int, float]
 SparseTarget = Tuple[List[TokenSpan], List[SpanPair]]
-
-
-def align_span(predicted: Doc, span: Span) -> Optional[TokenSpan]:
-    """Map a reference span onto the predicted tokens by character offsets,
-    expanding to the covering tokens.
-
-    predicted (Doc): the Doc the model reads.
-    span (Span): a span of the reference Doc (same text).
-    RETURNS (Optional[TokenSpan]): inclusive (start, end), or None when the
-        characters cover no predicted token (e.g. only whitespace).
-    """
-    if len(predicted) == 0:
-        return None
-    aligned = predicted.char_span(span.start_char, span.end_char, alignment_mode="expand")
-    if aligned is None or len(aligned) == 0:
-        return None
-    return aligned.start, aligned.end - 1
-
-
-def has_gap_annotation(doc: Doc) -> bool:
-    """RETURNS (bool): whether the Doc carries GAP spans and labels."""
-    data = doc.user_data.get(GAP_USER_DATA_KEY)
-    return GAP_SPANS_KEY in doc.spans and isinstance(data, dict) and "A-coref" in data and "B-coref" in data
-
-
-def gap_reference_spans(doc: Doc) -> Optional[Tuple[Span, Span, Span]]:
-    """The (A, B, PRONOUN) spans of doc.spans["gap"], or None when the group
-    does not hold exactly one span of each label."""
-    found = {}
-    for span in doc.spans.get(GAP_SPANS_KEY, []):
-        if span.label_ in found:
-            return None
-        found[span.label_] = span
-    if not all(label in found for label in (LABEL_A, LABEL_B, LABEL_PRONOUN)):
-        return None
-    return found[LABEL_A], found[LABEL_B], found[LABEL_PRONOUN]
 
 
 def gap_sparse_target(example: Example) -> Tuple[Optional[SparseTarget], int]:
@@ -121,14 +85,14 @@ def cluster_sparse_target(example: Example, prefix: str) -> Tuple[Optional[Spars
         no predicted token.
     """
     reference, predicted = example.reference, example.predicted
-    keys = [key for key in cluster_groups(reference, prefix) if len(reference.spans[key])]
-    if not keys:
+    groups = cluster_span_groups(reference, prefix)
+    if not groups:
         return None, 0
     spans: List[TokenSpan] = []
     cluster_of: List[int] = []
     n_missed = 0
-    for c, key in enumerate(keys):
-        for span in reference.spans[key]:
+    for c, group in enumerate(groups):
+        for span in group:
             aligned = align_span(predicted, span)
             if aligned is None:
                 n_missed += 1

@@ -1,0 +1,129 @@
+"""PeTraHead: pytorch_petra.PeTra behind the interface every coreference head
+has (``forward(inputs, golds) -> (loss, predictions)``, see
+thinc_glue.build_coref_model), as pytorch_s2e.S2EHead is for s2e. Pure
+PyTorch (and numpy): this module never imports spaCy or Thinc.
+
+- The PeTra module is created on the first batch with a token, once the
+  feature width is known, and re-created from the saved weights' shapes when
+  a pipeline is loaded (so nlp.to_disk / spacy.load / from_bytes work without
+  nlp.initialize()).
+- It owns the Gumbel-softmax temperature schedule: tau = 1, halved every
+  ``temperature_halving_steps`` training batches, floored at MIN_TEMPERATURE,
+  counted in a buffer saved with the weights.
+- Every prediction is converted to numpy on the CPU: clusters decoded from
+  the memory log, the log itself and, for a GAP document, the link
+  probabilities of A and B with the pronoun.
+"""
+from typing import Any, Dict, Optional
+
+import numpy
+import torch
+from torch import nn
+
+from .pytorch_petra import LOG_KEYS, PeTra, decode_clusters, span_link_probability
+
+# tau never goes below this (halving forever would end in inf / NaN).
+MIN_TEMPERATURE = 0.01
+
+
+class PeTraHead(nn.Module):
+    """pytorch_petra.PeTra behind the (inputs, golds) -> (loss,
+    predictions) interface of thinc_glue.build_coref_model.
+
+    The PeTra module is created on the first batch with a token (its
+    GRU input width is the encoder's width), or from a saved state dict.
+
+    petra_kwargs (dict): PeTra's keyword arguments, input_size excluded.
+    entity_threshold (float): decode_clusters threshold.
+    min_mentions (int): decode_clusters min_mentions.
+    temperature_halving_steps (int): tau halves every this many training
+        batches (0: constant 1).
+    """
+
+    def __init__(
+        self,
+        *,
+        petra_kwargs: Dict[str, Any],
+        entity_threshold: float = 0.5,
+        min_mentions: int = 2,
+        temperature_halving_steps: int = 0,
+    ) -> None:
+        super().__init__()
+        self.petra_kwargs = dict(petra_kwargs)
+        self.entity_threshold = entity_threshold
+        self.min_mentions = min_mentions
+        self.temperature_halving_steps = temperature_halving_steps
+        self.petra: Optional[PeTra] = None
+        # Training batches seen: drives the temperature schedule, saved
+        # with the weights so that resumed training continues it.
+        self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
+
+    # -- lazy construction ---------------------------------------------------
+
+    def _build(self, input_size: int, device: torch.device) -> None:
+        petra = PeTra(input_size, **self.petra_kwargs)
+        petra.train(self.training)
+        self.petra = petra.to(device)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        key = prefix + "petra.gru.weight_ih_l0"
+        if self.petra is None and key in state_dict:
+            self._build(int(state_dict[key].shape[1]), self.num_updates.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    # -- schedule ------------------------------------------------------------
+
+    def temperature(self) -> float:
+        """RETURNS (float): tau for the next training batch."""
+        steps = self.temperature_halving_steps
+        if not steps:
+            return 1.0
+        return max(MIN_TEMPERATURE, 0.5 ** (int(self.num_updates) // steps))
+
+    # -- forward -------------------------------------------------------------
+
+    def forward(self, inputs, golds=None):
+        feats = [x for x, _ in inputs]
+        nonempty = [i for i, x in enumerate(feats) if x.shape[0] > 0]
+        if self.petra is None:
+            if not nonempty:
+                return None, [self._empty_prediction(self.petra_kwargs["num_cells"]) for _ in inputs]
+            first = feats[nonempty[0]]
+            self._build(int(first.shape[1]), first.device)
+        petra = self.petra
+        if self.training and golds is not None:
+            petra.set_temperature(self.temperature())
+            self.num_updates += 1
+        d_in = petra.input_size
+        feats = [x if x.shape[0] > 0 else x.new_zeros(0, d_in) for x in feats]
+        gold = None
+        if golds is not None:
+            gold = list(golds)
+        loss, logs = petra(feats, gold)
+        if self.training:
+            return loss, [{"clusters": []} for _ in inputs]
+        return loss, [self._prediction(log, gap) for log, (_, gap) in zip(logs, inputs)]
+
+    def _empty_prediction(self, n_cells: int) -> Dict[str, Any]:
+        log = {
+            "entity": numpy.zeros((0,), dtype=numpy.float32),
+            "overwrite": numpy.zeros((0, n_cells), dtype=numpy.float32),
+            "coref": numpy.zeros((0, n_cells), dtype=numpy.float32),
+            "usage": numpy.zeros((0, n_cells), dtype=numpy.float32),
+        }
+        return {"clusters": [], "memory_log": log}
+
+    def _prediction(self, log, gap) -> Dict[str, Any]:
+        log = {key: log[key].detach() for key in LOG_KEYS}
+        arrays = {key: log[key].float().cpu().numpy().astype("float32", copy=False) for key in LOG_KEYS}
+        prediction: Dict[str, Any] = {
+            "clusters": decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
+            "memory_log": arrays,
+        }
+        if gap is not None:
+            span_a, span_b, pronoun = gap
+            prediction["gap"] = (
+                float(span_link_probability(log, span_a, pronoun)),
+                float(span_link_probability(log, span_b, pronoun)),
+            )
+        return prediction

@@ -1,0 +1,165 @@
+"""The house drawn from the imports: the package's import graph, read from the
+source with `ast` (module-level and function-level imports alike), has no
+cycles, and no module imports a module of a higher layer.
+
+Layers, lowest first (a module may import its own layer and the layers
+below; two layers of one rank may not import each other):
+
+0. base         about, errors, util: no spaCy objects, no torch
+1. doc_helpers  Doc conventions and helpers (cluster span groups, GAP
+                spans, gold targets, the memory log): spaCy only, no torch
+2. corpora      file formats (CoNLL-2012, GAP, DocBin, people counts): I/O
+2. models       Thinc builders and pure torch modules
+3. scoring      metrics, GAP decisions, tuning on validation data
+4. pipeline     the spaCy components (and the training callbacks)
+5. app          the command line, corpus annotation, pictures, the
+                package's own __init__
+"""
+import ast
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+PACKAGE = "spacy_memcoref"
+SOURCE = Path(__file__).resolve().parent.parent / PACKAGE
+
+# first part of the module name under the package -> (layer, rank)
+LAYERS: Dict[str, Tuple[str, int]] = {
+    "about": ("base", 0),
+    "errors": ("base", 0),
+    "util": ("base", 0),
+    "doc_helpers": ("doc_helpers", 1),
+    "corpora": ("corpora", 2),
+    "models": ("models", 2),
+    "scoring": ("scoring", 3),
+    "pipeline": ("pipeline", 4),
+    "training_callbacks": ("pipeline", 4),
+    "visualize": ("app", 5),
+    "annotate": ("app", 5),
+    "cli": ("app", 5),
+    "__main__": ("app", 5),
+    "": ("app", 5),  # spacy_memcoref/__init__.py
+}
+TORCH_FREE_LAYERS = ("base", "doc_helpers", "corpora")
+HEAVY = ("torch", "thinc", "spacy_transformers", "transformers")
+
+
+def _modules() -> Dict[str, Path]:
+    found = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = list(path.relative_to(SOURCE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: Dict[str, Path]) -> Tuple[Set[str], Set[str]]:
+    """(package modules imported, other top-level packages imported), anywhere in the file."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    inside: Set[str] = set()
+    outside: Set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from package import submodule` imports the submodule
+            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == PACKAGE or target.startswith(PACKAGE + "."):
+                while target not in modules:  # `import spacy_memcoref.x.y` of a name in x
+                    target = target.rsplit(".", 1)[0]
+                if target != name:
+                    inside.add(target)
+            else:
+                outside.add(target.split(".")[0])
+    return inside, outside
+
+
+def _graph() -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]]]:
+    modules = _modules()
+    graph, external = {}, {}
+    for name, path in modules.items():
+        graph[name], external[name] = _imports(name, path, modules)
+    return graph, external
+
+
+def _layer(module: str) -> Tuple[str, int]:
+    rest = module[len(PACKAGE) + 1 :] if module != PACKAGE else ""
+    return LAYERS[rest.split(".")[0]]
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_module_has_a_layer():
+    graph, _ = _graph()
+    unplaced = [m for m in graph if (m[len(PACKAGE) + 1 :] if m != PACKAGE else "").split(".")[0] not in LAYERS]
+    assert not unplaced, f"modules in no layer (add them to LAYERS): {unplaced}"
+
+
+def test_no_import_cycles():
+    graph, _ = _graph()
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_no_upward_imports():
+    graph, _ = _graph()
+    upward = []
+    for module, targets in sorted(graph.items()):
+        layer, rank = _layer(module)
+        for target in sorted(targets):
+            target_layer, target_rank = _layer(target)
+            if target_layer != layer and target_rank >= rank:
+                upward.append(f"{module} ({layer}) -> {target} ({target_layer})")
+    assert not upward, "imports of a higher (or sibling) layer:\n" + "\n".join(upward)
+
+
+def test_torch_free_layers_import_no_torch():
+    graph, external = _graph()
+    heavy = [
+        f"{module} -> {package}"
+        for module, packages in sorted(external.items())
+        for package in sorted(packages)
+        if _layer(module)[0] in TORCH_FREE_LAYERS and package in HEAVY
+    ]
+    assert not heavy, "torch-free layers importing torch or Thinc:\n" + "\n".join(heavy)
