@@ -55,7 +55,7 @@ Decisions where the paper leaves room (each cited where it is made):
   clusters (singletons are not clusters).
 """
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -344,18 +344,13 @@ class PeTra(nn.Module):
         key = None
         if self.init_key is not None:
             key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
-        # Per-token views, made once (unbind is one op, not one a token).
-        h_steps = h.unsqueeze(2).unbind(1)  # [B, 1, H] each
-        from_h_steps = from_h.unsqueeze(2).unbind(1)  # [B, 1, mlp + H]
-        e_steps = entity.unsqueeze(-1).unbind(1)  # [B, 1]
         # Documents shorter than the batch's longest stop updating after their
         # last token; before the shortest one ends no mask is needed. One
         # host read of the lengths, outside the loop.
         min_len = int(lengths.min()) if batch_size > 1 else t_max
-        active_steps: Sequence[Tensor] = ()
-        if min_len < t_max:
-            steps = torch.arange(t_max, device=device)
-            active_steps = (steps.unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1).unbind(1)  # [B, 1]
+        # What each step reads, with time on dim 1: h_t [B, 1, H], e_t [B, 1],
+        # then per path below; the mask [B, 1] last when there is one.
+        sources = [h.unsqueeze(2), entity.unsqueeze(-1)]
         # One document and no autograd graph: fold h_t into MLP2's weights.
         # (Not for a batch: one [H, mlp] matrix a document a token costs more
         # than it saves there; not with autograd: it would keep one a token.)
@@ -363,25 +358,32 @@ class PeTra(nn.Module):
         if fold_h:
             w_m_c = w1[:, d : 2 * d].t().contiguous()  # [H, mlp]
             w_hm_c = w_hm.contiguous()
+            # one buffer for all tokens: a fresh [H, mlp] matrix a token would
+            # fragment the heap between the small log tensors kept each step
+            w_eff = w_m_c.new_empty(1, d, n_mlp)
             upd_w_m = upd_w[:, d:].t().unsqueeze(0)  # [1, H, H]
-            h_cols = h.unsqueeze(-1).unbind(1)  # [1, H, 1] each
-            sim_steps = from_h[..., :n_mlp].unsqueeze(2).unbind(1)  # [1, 1, mlp]
-            upd_steps = from_h[..., n_mlp:].unsqueeze(2).unbind(1)  # [1, 1, H]
+            # h_t as a column [1, H, 1]; the h parts of MLP2 [1, 1, mlp] and MLP3 [1, 1, H]
+            sources += [h.unsqueeze(-1), from_h[..., :n_mlp].unsqueeze(2), from_h[..., n_mlp:].unsqueeze(2)]
+        else:
+            sources.append(from_h.unsqueeze(2))  # [B, 1, mlp + H]
+        if min_len < t_max:
+            steps = torch.arange(t_max, device=device)
+            sources.append((steps.unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1))  # [B, 1]
         zero_col = torch.zeros(batch_size, 1, device=device, dtype=dtype)
         cells = torch.arange(n, device=device)
         rows = batch_size * n
         over_log, coref_log, usage_log = [], [], []
-        for t in range(t_max):
-            h_t = h_steps[t]
+        for t, step in enumerate(zip(*(_time_steps(x) for x in sources))):
+            h_t, e_t = step[0], step[1]
             if fold_h:
                 # m^i (W_m + W_hm diag(h_t)) + (h_t W_h + b1) + u^i w_u
-                w_eff = torch.addcmul(w_m_c, h_cols[t], w_hm_c)  # [1, H, mlp]
-                hid = torch.addcmul(torch.baddbmm(sim_steps[t], mem, w_eff), usage.unsqueeze(-1), w_u)
+                torch.addcmul(w_m_c, step[2], w_hm_c, out=w_eff)  # [1, H, mlp]
+                hid = torch.addcmul(torch.baddbmm(step[3], mem, w_eff), usage.unsqueeze(-1), w_u)
                 hid = hid.reshape(rows, n_mlp)
-                candidate = torch.tanh(torch.baddbmm(upd_steps[t], mem, upd_w_m))
+                candidate = torch.tanh(torch.baddbmm(step[4], mem, upd_w_m))
             else:
                 # [m^i W_m + (h_t W_h + b1) | m^i U_m + (h_t U_h + b)] for all cells
-                proj = torch.matmul(mem, w_mem) + from_h_steps[t]  # [B, N, mlp + H]
+                proj = torch.matmul(mem, w_mem) + step[2]  # [B, N, mlp + H]
                 hid = torch.addcmul(proj[..., :n_mlp], usage.unsqueeze(-1), w_u)
                 hid = torch.addmm(hid.reshape(rows, n_mlp), (h_t * mem).reshape(rows, d), w_hm)
                 candidate = torch.tanh(proj[..., n_mlp:])
@@ -389,7 +391,7 @@ class PeTra(nn.Module):
             unused = usage == 0
             # COREF is impossible for a cell that was never written.
             scores = torch.cat([sim.masked_fill(unused, float("-inf")), zero_col], dim=-1)
-            probs = e_steps[t] * torch.softmax(scores, dim=-1)
+            probs = e_t * torch.softmax(scores, dim=-1)
             coref = probs[:, :n]
             overwrite = self._overwrite_choice(usage, sim, unused, probs[:, n:], cells)
             written = overwrite + coref
@@ -402,7 +404,7 @@ class PeTra(nn.Module):
             if t < min_len:
                 mem, usage = new_mem, new_usage
             else:
-                active = active_steps[t]  # [B, 1]
+                active = step[-1]  # [B, 1]
                 mem = torch.where(active.unsqueeze(-1), new_mem, mem)
                 usage = torch.where(active, new_usage, usage)
             over_log.append(overwrite)
@@ -495,6 +497,18 @@ class PeTra(nn.Module):
         if ent_count > 0:
             loss = loss + self.entity_loss_weight * torch.stack(ent_sum).sum() / ent_count
         return loss
+
+
+def _time_steps(x: Tensor, block: int = 256) -> Iterator[Tensor]:
+    """x[:, t] for t = 0, 1, ...: views made a block of steps at a time (one
+    unbind a block rather than one indexing op a token, and never all T views
+    at once, which would hold about 0.5 KB a token).
+
+    x (Tensor): [B, T, ...].
+    RETURNS (Iterator[Tensor]): [B, ...] views.
+    """
+    for start in range(0, x.shape[1], block):
+        yield from x[:, start : start + block].unbind(1)
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:
