@@ -358,14 +358,16 @@ class PeTra(nn.Module):
         if fold_h:
             w_m_c = w1[:, d : 2 * d].t().contiguous()  # [H, mlp]
             w_hm_c = w_hm.contiguous()
-            # one buffer for all tokens: a fresh [H, mlp] matrix a token would
-            # fragment the heap between the small log tensors kept each step
-            w_eff = w_m_c.new_empty(1, d, n_mlp)
-            upd_w_m = upd_w[:, d:].t().unsqueeze(0)  # [1, H, H]
-            # h_t as a column [1, H, 1]; the h parts of MLP2 [1, 1, mlp] and MLP3 [1, 1, H]
-            sources += [h.unsqueeze(-1), from_h[..., :n_mlp].unsqueeze(2), from_h[..., n_mlp:].unsqueeze(2)]
-        else:
-            sources.append(from_h.unsqueeze(2))  # [B, 1, mlp + H]
+            # [W_m + W_hm diag(h_t) | U_m] in one buffer for all tokens: the
+            # first block is rewritten each token (a fresh [H, mlp] matrix a
+            # token would also fragment the heap between the small log
+            # tensors kept each step), the second is MLP3's m block
+            w_eff = w_mem.new_empty(1, d, n_mlp + d)
+            w_eff[0, :, n_mlp:] = upd_w[:, d:].t()
+            w_eff_m = w_eff[..., :n_mlp]
+            # h_t as a column [1, H, 1]
+            sources.append(h.unsqueeze(-1))
+        sources.append(from_h.unsqueeze(2))  # [B, 1, mlp + H]
         if min_len < t_max:
             steps = torch.arange(t_max, device=device)
             sources.append((steps.unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1))  # [B, 1]
@@ -376,17 +378,16 @@ class PeTra(nn.Module):
         for t, step in enumerate(zip(*(_time_steps(x) for x in sources))):
             h_t, e_t = step[0], step[1]
             if fold_h:
-                # m^i (W_m + W_hm diag(h_t)) + (h_t W_h + b1) + u^i w_u
-                torch.addcmul(w_m_c, step[2], w_hm_c, out=w_eff)  # [1, H, mlp]
-                hid = torch.addcmul(torch.baddbmm(step[3], mem, w_eff), usage.unsqueeze(-1), w_u)
-                hid = hid.reshape(rows, n_mlp)
-                candidate = torch.tanh(torch.baddbmm(step[4], mem, upd_w_m))
+                # [m^i (W_m + W_hm diag(h_t)) + (h_t W_h + b1) | m^i U_m + (h_t U_h + b)]
+                torch.addcmul(w_m_c, step[2], w_hm_c, out=w_eff_m)  # [1, H, mlp]
+                proj = torch.baddbmm(step[3], mem, w_eff)  # [1, N, mlp + H]
+                hid = torch.addcmul(proj[..., :n_mlp], usage.unsqueeze(-1), w_u).reshape(rows, n_mlp)
             else:
                 # [m^i W_m + (h_t W_h + b1) | m^i U_m + (h_t U_h + b)] for all cells
                 proj = torch.matmul(mem, w_mem) + step[2]  # [B, N, mlp + H]
                 hid = torch.addcmul(proj[..., :n_mlp], usage.unsqueeze(-1), w_u)
                 hid = torch.addmm(hid.reshape(rows, n_mlp), (h_t * mem).reshape(rows, d), w_hm)
-                candidate = torch.tanh(proj[..., n_mlp:])
+            candidate = torch.tanh(proj[..., n_mlp:])
             sim = torch.addmv(b2, hid.relu(), w2).view(batch_size, n)  # [B, N]
             unused = usage == 0
             # COREF is impossible for a cell that was never written.
