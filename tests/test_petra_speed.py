@@ -304,6 +304,22 @@ def test_eval_one_document_a_call_matches_reference(variant, grad):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_padded_single_document_stops_at_its_length(variant, grad):
+    """run_controller on one document padded past its length (lengths < T)."""
+    model, ref = _models(variant)
+    model.eval(), ref.eval()
+    with torch.set_grad_enabled(grad):
+        h, _ = model.encode(_features((30,)))
+        lengths = torch.tensor([21])
+        got, state = model.run_controller(h, lengths)
+        want, ref_state = ref.run_controller(h, lengths)
+    _assert_logs_close([{k: got[k][0, :21] for k in LOG_KEYS}], [{k: want[k][0, :21] for k in LOG_KEYS}])
+    for g, w in zip(state, ref_state):
+        assert torch.allclose(g, w, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("lengths", [(60,), (60, 45)], ids=["one_doc", "two_docs"])
 def test_streamed_chunks_match_reference(variant, lengths):
     """Reading in chunks with the memory carried (state=...) gives the same

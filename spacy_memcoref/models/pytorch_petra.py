@@ -347,7 +347,7 @@ class PeTra(nn.Module):
         # Documents shorter than the batch's longest stop updating after their
         # last token; before the shortest one ends no mask is needed. One
         # host read of the lengths, outside the loop.
-        min_len = int(lengths.min()) if batch_size > 1 else t_max
+        min_len = min(int(lengths.min()), t_max)
         # What each step reads, with time on dim 1: h_t [B, 1, H], e_t [B, 1],
         # then per path below; the mask [B, 1] last when there is one.
         sources = [h.unsqueeze(2), entity.unsqueeze(-1)]
