@@ -7,9 +7,15 @@ MiniLM), run once to get token features, and PeTra(input_size=384) reads them.
 1. speed, on LitBank documents: encoder tokens/s against PeTra tokens/s, one
    document a call, all documents in one padded batch, and streamed in
    chunks; ratio (encoder + PeTra) / encoder. PeTra runs at the machine's
-   thread count and again at 1 thread: its controller is a Python step a
-   token of tiny ops, and on a busy machine a second OpenMP thread can make
-   it many times slower. A pass stops early after --budget seconds.
+   thread count and again at 1 thread: its controller is a sequential step
+   a token of small matmuls and element-wise ops, and on a busy machine a
+   second OpenMP thread can make it many times slower. A pass stops early
+   after --budget seconds. With --baseline FILE (a pytorch_petra.py of an
+   older revision, e.g. `git show REV:spacy_memcoref/models/pytorch_petra.py
+   > /tmp/petra_old.py`) that PeTra is timed too, on the same weights and
+   features, interleaved with the current one in the same passes (so both
+   see the same machine load), with the speed-up and the largest difference
+   between the two memory logs.
 2. memory and time as one document grows (1k..20k tokens): every row in a
    FRESH subprocess that imports only torch + PeTra and loads the features
    from a file (so the baseline is not the transformer's), warms up, resets
@@ -18,11 +24,20 @@ MiniLM), run once to get token features, and PeTra(input_size=384) reads them.
      stream    the same model fed in chunks (GRU state and memory (m, u)
                carried between chunks through run_controller(state=...)),
                the bounded-memory way to read a book
+   plus stream rows only at --stream-sizes (default 100k tokens: a book),
+   whose features repeat those of the longest --sizes document (memory
+   does not depend on the values; encoding 100k tokens would take minutes).
    Peak = the kernel's peak-RSS counter after the call (VmHWM, what
    ru_maxrss reports; see _common.peak_rss_mb); increment = peak - RSS
-   before it. These processes run at --memory-threads (default 1).
+   before it. Streaming keeps the memory log (the output: 3 floats a cell
+   and 1 a token, about 0.12 MB per 1k tokens at N = 10) and nothing else
+   that grows, so its increment per 1k tokens should be about that. These
+   processes run at --memory-threads (default 1).
 
-    python benchmarks/petra_speed.py                 # 5 docs, 1k..20k tokens
+    python benchmarks/petra_speed.py                 # 5 docs, 1k..20k tokens, stream 100k
+    python benchmarks/petra_speed.py --docs 1 --sizes 1000,2000 --stream-sizes 4000   # small
+    git show 2cd503e:spacy_memcoref/models/pytorch_petra.py > /tmp/petra_old.py
+    python benchmarks/petra_speed.py --baseline /tmp/petra_old.py --threads 1 --skip-memory
 """
 import argparse
 import json
@@ -34,6 +49,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's spacy_memcoref, installed or not
 
 import _common as C  # noqa: E402
 
@@ -49,6 +65,16 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=2, help="timed passes (best and median reported)")
     p.add_argument("--warmup", type=int, default=1, help="documents run before timing")
     p.add_argument("--sizes", default="1000,2000,5000,10000,20000", help="document lengths for the memory table")
+    p.add_argument(
+        "--stream-sizes",
+        default="100000",
+        help="further lengths for stream rows only (features repeat the longest --sizes document's); '' for none",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="a pytorch_petra.py (e.g. of an older revision) whose PeTra is timed beside the current one",
+    )
     p.add_argument("--chunk", type=int, default=512, help="tokens a chunk in stream mode")
     p.add_argument("--budget", type=float, default=30.0, help="seconds a timed pass may take before it stops early")
     p.add_argument("--num-cells", type=int, default=10, help="PeTra num_cells (N)")
@@ -83,6 +109,18 @@ def make_petra(args, input_size=384):
     return model.eval()
 
 
+def make_baseline(args, petra):
+    """The PeTra class of --baseline FILE, with petra's weights, in eval mode."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("petra_baseline", args.baseline)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.PeTra(petra.input_size, hidden_size=args.hidden_size, num_cells=args.num_cells, mlp_size=args.mlp_size)
+    model.load_state_dict(petra.state_dict())
+    return model.eval()
+
+
 def stream(petra, x, chunk):
     """Read one document [T, d_in] in chunks, carrying the GRU state and the
     memory; RETURNS the memory log of the whole document (as forward does)."""
@@ -109,7 +147,10 @@ def child(args) -> None:
 
     threads = C.set_threads(args.threads)
     petra = make_petra(args)
-    feats = torch.from_numpy(numpy.load(args.child_features)[: args.child_tokens].copy())
+    feats = numpy.load(args.child_features)
+    if args.child_tokens > feats.shape[0]:  # a longer document: repeat the features
+        feats = numpy.concatenate([feats] * -(-args.child_tokens // feats.shape[0]))
+    feats = torch.from_numpy(feats[: args.child_tokens].copy())
     with torch.no_grad():
         # warm-up on a short prefix: both code paths, thread pools, allocator
         petra([feats[:300]])
@@ -146,12 +187,12 @@ def child(args) -> None:
 
 
 def speed(args, nlp, tok2vec, data):
-    """Tokens/s of the encoder and of PeTra on the same documents. PeTra runs
-    at the machine's thread count and at 1 thread: its controller is one
-    Python step a token of tiny ops, where a second OpenMP thread buys
-    nothing and, on a busy machine, costs a great deal. A pass that runs
-    past --budget seconds stops after the current document (tokens/s is
-    then over the documents it finished)."""
+    """Tokens/s of the encoder and of PeTra on the same documents (and of the
+    --baseline PeTra, interleaved). PeTra runs at the machine's thread count
+    and at 1 thread: its controller is a sequential step a token of small
+    ops, where a second OpenMP thread buys little and, on a busy machine,
+    costs a great deal. A pass that runs past --budget seconds stops after
+    the current document (tokens/s is then over the documents it finished)."""
     import torch
 
     docs = C.read_litbank(nlp.vocab, args.docs + args.warmup, data)
@@ -184,26 +225,52 @@ def speed(args, nlp, tok2vec, data):
             tok2vec.predict([d])
         return time.perf_counter() - t0, n_tokens
 
+    def batched_with(model):
+        def run():
+            t0 = time.perf_counter()
+            model(feats)
+            return time.perf_counter() - t0, n_tokens
+
+        return run
+
     runs = {
         "encoder": encoder,
         "petra1": lambda: per_doc(lambda f: petra([f])),
         "petraB": batched,
         "stream": lambda: per_doc(lambda f: stream(petra, f, args.chunk)),
     }
-    keys = [("encoder", threads)] + [(k, n) for n in thread_counts for k in ("petra1", "petraB", "stream")]
+    kinds = ["petra1", "petraB", "stream"]
+    models = [petra]
+    baseline = None
+    if args.baseline:
+        baseline = make_baseline(args, petra)
+        models.append(baseline)
+        runs.update(
+            {
+                "base1": lambda: per_doc(lambda f: baseline([f])),
+                "baseB": batched_with(baseline),
+                "baseS": lambda: per_doc(lambda f: stream(baseline, f, args.chunk)),
+            }
+        )
+        # interleaved: each baseline pass right after the current one
+        kinds = ["base1", "petra1", "baseB", "petraB", "baseS", "stream"]
+    keys = [("encoder", threads)] + [(k, n) for n in thread_counts for k in kinds]
     rates = {k: [] for k in keys}
     cut = {k: False for k in keys}
+    one_doc = {"petraB": "petra1", "baseB": "base1"}
     with torch.no_grad():
         for n in thread_counts:  # warm-up: both code paths, short prefixes
             torch.set_num_threads(n)
             for d in warm:
                 f = torch.from_numpy(tok2vec.predict([d])[0])[:200]
-                petra([f])
-                stream(petra, f, args.chunk)
+                for model in models:
+                    model([f])
+                    model([f, f[:150]])
+                    stream(model, f, args.chunk)
         torch.set_num_threads(threads)
         for _ in range(args.repeats):
             for kind, n in keys:
-                if kind == "petraB" and cut[("petra1", n)]:
+                if kind in one_doc and cut[(one_doc[kind], n)]:
                     continue  # one doc a call already ran out of time: skip the batch
                 torch.set_num_threads(n)
                 secs, done = runs[kind]()
@@ -216,6 +283,15 @@ def speed(args, nlp, tok2vec, data):
         _, ref = petra([prefix])
         got = stream(petra, prefix, min(args.chunk, 300))
         diff = max(float((ref[0][k] - got[k]).abs().max()) for k in got)
+        base_diff = None
+        if baseline is not None:  # the same logs as the baseline, batched and one doc
+            _, mine = petra([f[:1000] for f in feats])
+            _, theirs = baseline([f[:1000] for f in feats])
+            _, theirs1 = baseline([prefix])
+            base_diff = max(
+                max(float((a[k] - b[k]).abs().max()) for a, b in zip(mine, theirs) for k in a),
+                max(float((ref[0][k] - theirs1[0][k]).abs().max()) for k in ref[0]),
+            )
         torch.set_num_threads(threads)
 
     labels = {
@@ -223,6 +299,9 @@ def speed(args, nlp, tok2vec, data):
         "petra1": "PeTra forward, 1 doc a call",
         "petraB": f"PeTra forward, {len(docs)} docs in one batch",
         "stream": f"PeTra streamed in {args.chunk}-token chunks, 1 doc a call",
+        "base1": "baseline PeTra forward, 1 doc a call",
+        "baseB": f"baseline PeTra forward, {len(docs)} docs in one batch",
+        "baseS": f"baseline PeTra streamed in {args.chunk}-token chunks, 1 doc a call",
     }
     print(
         f"\n## 1. speed on {len(docs)} LitBank docs, {n_tokens:,} tokens, {args.repeats} repeats "
@@ -249,6 +328,23 @@ def speed(args, nlp, tok2vec, data):
         if rates[k]
     ]
     print(C.table(["ratio (time)", "best", "median"], rows))
+    if baseline is not None:
+        rows = []
+        for n in thread_counts:
+            for base, cur in (("base1", "petra1"), ("baseB", "petraB"), ("baseS", "stream")):
+                if rates[(base, n)] and rates[(cur, n)]:
+                    rows.append(
+                        [
+                            f"{labels[cur]}, {n} thread(s)",
+                            max(rates[(base, n)]),
+                            max(rates[(cur, n)]),
+                            max(rates[(cur, n)]) / max(rates[(base, n)]),
+                            statistics.median(rates[(cur, n)]) / statistics.median(rates[(base, n)]),
+                        ]
+                    )
+        print(f"\nhead only, baseline = {args.baseline} (same weights, same features, interleaved passes)\n")
+        print(C.table(["mode", "baseline best tok/s", "current best tok/s", "speed-up (best)", "speed-up (median)"], rows))
+        print(f"\ncurrent vs baseline memory logs (first 1,000 tokens a doc, batched and one doc), max |difference|: {base_diff:.2e}")
     print(f"\nstreamed (300-token chunks) vs whole-document log on 1,000 tokens, max |difference|: {diff:.2e}")
 
 
@@ -270,20 +366,21 @@ def memory(args, nlp, tok2vec, data):
         )
         rows = []
         results = {}
-        for mode in ("forward", "stream"):
-            for n in sizes:
-                argv = [SCRIPT, "--child", mode, "--child-features", path, "--child-tokens", str(n), "--chunk", str(args.chunk)]
-                argv += ["--num-cells", str(args.num_cells), "--hidden-size", str(args.hidden_size), "--mlp-size", str(args.mlp_size)]
-                if args.memory_threads or args.threads:
-                    argv += ["--threads", str(args.memory_threads or args.threads)]
-                r = C.run_child(argv, args.timeout)
-                results[(mode, n)] = r
-                if "error" in r:
-                    print(f"  [{mode} {n:,}] FAILED: {r['error']}", file=sys.stderr)
-                    rows.append([mode, f"{n:,}", "FAILED", "", "", "", "", ""])
-                    continue
-                inc = r["peak_mb"] - r["baseline_mb"]
-                rows.append([mode, f"{r['tokens']:,}", r["seconds"], r["tokens"] / r["seconds"], r["baseline_mb"], r["peak_mb"], inc, 1000.0 * inc / r["tokens"]])
+        stream_sizes = [int(v) for v in args.stream_sizes.split(",") if v.strip()]
+        plan = [("forward", n) for n in sizes] + [("stream", n) for n in sorted(set(sizes) | set(stream_sizes))]
+        for mode, n in plan:
+            argv = [SCRIPT, "--child", mode, "--child-features", path, "--child-tokens", str(n), "--chunk", str(args.chunk)]
+            argv += ["--num-cells", str(args.num_cells), "--hidden-size", str(args.hidden_size), "--mlp-size", str(args.mlp_size)]
+            if args.memory_threads or args.threads:
+                argv += ["--threads", str(args.memory_threads or args.threads)]
+            r = C.run_child(argv, args.timeout)
+            results[(mode, n)] = r
+            if "error" in r:
+                print(f"  [{mode} {n:,}] FAILED: {r['error']}", file=sys.stderr)
+                rows.append([mode, f"{n:,}", "FAILED", "", "", "", "", ""])
+                continue
+            inc = r["peak_mb"] - r["baseline_mb"]
+            rows.append([mode, f"{r['tokens']:,}", r["seconds"], r["tokens"] / r["seconds"], r["baseline_mb"], r["peak_mb"], inc, 1000.0 * inc / r["tokens"]])
         mode_label = f"stream = {args.chunk}-token chunks"
         print(C.table(["mode", "tokens", "seconds", "tok/s", "baseline RSS MB", "peak RSS MB", "increment MB", "MB / 1k tokens"], rows))
         ok = [r for r in results.values() if "reset" in r]
@@ -292,8 +389,11 @@ def memory(args, nlp, tok2vec, data):
             f"document's features [T, 384] already loaded; peak counter reset before the call: "
             f"{ok[0]['reset'] if ok else '?'})"
         )
+        log_mb = (3 * args.num_cells + 1) * 4 / 1e3  # MB of memory log per 1k tokens (float32)
+        print(f"(the memory log itself: {log_mb:.2f} MB per 1k tokens)")
         for mode in ("forward", "stream"):
-            pts = [(n, results[(mode, n)]) for n in sizes if "error" not in results[(mode, n)]]
+            lengths = sorted(n for m, n in results if m == mode)
+            pts = [(n, results[(mode, n)]) for n in lengths if "error" not in results[(mode, n)]]
             if len(pts) >= 2:
                 a, b = pts[0], pts[-1]
                 inc_a = a[1]["peak_mb"] - a[1]["baseline_mb"]

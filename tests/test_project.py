@@ -270,8 +270,7 @@ def test_gap_assets_come_from_the_gap_repository_with_checksums():
         assert asset["url"] == (
             "https://raw.githubusercontent.com/google-research-datasets/gap-coreference/master/" + Path(asset["dest"]).name
         )
-    assert all(re.fullmatch(r"[0-9a-f]{32}", a["checksum"]) for a in gap[:2])
-    assert "checksum" not in gap[2]  # not known here (see the comment in project.yml)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", a["checksum"]) for a in gap)
     provided = [a for a in config["assets"] if "url" not in a]
     assert [_norm(a["dest"]) for a in provided] == ["assets/ontonotes/train", "assets/ontonotes/dev", "assets/ontonotes/test"]
 

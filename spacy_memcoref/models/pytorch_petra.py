@@ -55,7 +55,7 @@ Decisions where the paper leaves room (each cited where it is made):
   clusters (singletons are not clusters).
 """
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -225,9 +225,10 @@ class PeTra(nn.Module):
             )
         h, lengths = self.encode(features)
         padded, _ = self.run_controller(h, lengths)
+        # lengths from the host-side shapes: no device sync to slice the logs
         logs = [
-            {key: padded[key][b, : int(n)] for key in LOG_KEYS}
-            for b, n in enumerate(lengths.tolist())
+            {key: padded[key][b, : int(x.shape[0])] for key in LOG_KEYS}
+            for b, x in enumerate(features)
         ]
         loss = None
         if gold is not None:
@@ -296,6 +297,17 @@ class PeTra(nn.Module):
         """Step the controller over a padded batch; a document stops updating
         its memory after its last token.
 
+        Everything that does not depend on the memory is computed for all
+        tokens at once before the loop (MLP1; the h_t blocks of MLP2's first
+        layer and of MLP3, with their biases); inside it, one step is about
+        twenty tensor ops on the whole batch: one matmul of the memory with
+        the m^i blocks of MLP2 and MLP3 together, one with the h_t * m^i block
+        of MLP2, and element-wise ops. For one document without autograd
+        (inference on a long document, streaming) h_t is folded into MLP2's
+        weights instead, W_m + W_hm diag(h_t), one [H, mlp] matrix a token:
+        a third fewer multiply-adds. No host sync happens inside the loop
+        (the one ``lengths`` read is before it).
+
         h (Tensor): [B, T_max, H] GRU states.
         lengths (Tensor): [B] document lengths.
         state (Optional[Tuple[Tensor, Tensor]]): memory (m [B, N, H],
@@ -306,80 +318,121 @@ class PeTra(nn.Module):
             the final memory (m, u), each document's as of its last token.
         """
         batch_size, t_max, d = h.shape
-        n, k = self.num_cells, self.fixed_key_size
+        n, k, n_mlp = self.num_cells, self.fixed_key_size, self.mlp_size
         device, dtype = h.device, h.dtype
         lengths = lengths.to(device)
         # MLP1 does not depend on memory: all tokens at once.
         entity = torch.sigmoid(self.entity_mlp(h).squeeze(-1))  # [B, T]
-        # First layer of MLP2 on [h; m; h*m; u], split by block so that the
-        # h block is computed once a token, not once a cell.
-        w1, b1 = self.sim_mlp[0].weight, self.sim_mlp[0].bias
-        w_h, w_m, w_hm, w_u = w1[:, :d], w1[:, d : 2 * d], w1[:, 2 * d : 3 * d], w1[:, 3 * d]
-        sim_from_h = nn.functional.linear(h, w_h, b1)  # [B, T, mlp]
-        upd_w, upd_b = self.update.weight, self.update.bias
-        upd_from_h = nn.functional.linear(h, upd_w[:, :d], upd_b)  # [B, T, H]
-        upd_w_m = upd_w[:, d:]
-        zero_col = torch.zeros(batch_size, 1, device=device, dtype=dtype)
-        key = None
-        if self.init_key is not None:
-            key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
-
         if state is None:
             mem, usage = self.initial_memory(batch_size, device, dtype)
         else:
             mem, usage = state
-        ent_log, over_log, coref_log, usage_log = [], [], [], []
-        for t in range(t_max):
-            h_t = h[:, t]  # [B, H]
-            e_t = entity[:, t]  # [B]
-            hid = (
-                sim_from_h[:, t].unsqueeze(1)
-                + nn.functional.linear(mem, w_m)
-                + nn.functional.linear(h_t.unsqueeze(1) * mem, w_hm)
-                + usage.unsqueeze(-1) * w_u
-            )
-            sim = self.sim_mlp[2](self.sim_mlp[1](hid)).squeeze(-1)  # [B, N]
-            unused = usage == 0
-            # COREF is impossible for a cell that was never written.
-            scores = torch.cat([sim.masked_fill(unused, float("-inf")), zero_col], dim=-1)
-            probs = e_t.unsqueeze(-1) * torch.softmax(scores, dim=-1)
-            coref = probs[:, :n]
-            new_ent = probs[:, n]
-            overwrite = new_ent.unsqueeze(-1) * self._overwrite_choice(usage, sim, unused)
-            candidate = torch.tanh(upd_from_h[:, t].unsqueeze(1) + nn.functional.linear(mem, upd_w_m))
-            new_mem = (
-                (1.0 - overwrite - coref).unsqueeze(-1) * mem
-                + overwrite.unsqueeze(-1) * h_t.unsqueeze(1)
-                + coref.unsqueeze(-1) * candidate
-            )
-            if key is not None:
-                new_mem = torch.cat([key, new_mem[..., k:]], dim=-1)
-            new_usage = torch.clamp(overwrite + coref + self.usage_decay * usage, max=1.0)
-            active = (lengths > t).unsqueeze(-1)  # [B, 1]
-            mem = torch.where(active.unsqueeze(-1), new_mem, mem)
-            usage = torch.where(active, new_usage, usage)
-            ent_log.append(e_t)
-            over_log.append(overwrite)
-            coref_log.append(coref)
-            usage_log.append(usage)
         if t_max == 0:
             empty = torch.zeros(batch_size, 0, n, device=device, dtype=dtype)
             logs = {"entity": entity, "overwrite": empty, "coref": empty, "usage": empty}
-        else:
-            logs = {
-                "entity": torch.stack(ent_log, dim=1),
-                "overwrite": torch.stack(over_log, dim=1),
-                "coref": torch.stack(coref_log, dim=1),
-                "usage": torch.stack(usage_log, dim=1),
-            }
+            return logs, (mem, usage)
+        # MLP2's first layer reads [h; m; h*m; u] and MLP3 reads [h; m]: split
+        # both by block. The h blocks (and the biases) for all tokens at once,
+        # [B, T, mlp + H]; the m blocks of both as one [H, mlp + H] matrix.
+        w1, b1 = self.sim_mlp[0].weight, self.sim_mlp[0].bias
+        upd_w, upd_b = self.update.weight, self.update.bias
+        from_h = nn.functional.linear(h, torch.cat([w1[:, :d], upd_w[:, :d]]), torch.cat([b1, upd_b]))
+        w_mem = torch.cat([w1[:, d : 2 * d], upd_w[:, d:]]).t()  # [H, mlp + H]
+        w_hm = w1[:, 2 * d : 3 * d].t()  # [H, mlp]
+        w_u = w1[:, 3 * d]  # [mlp]
+        w2, b2 = self.sim_mlp[2].weight[0], self.sim_mlp[2].bias  # [mlp], [1]
+        key = None
+        if self.init_key is not None:
+            key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
+        # Documents shorter than the batch's longest stop updating after their
+        # last token; before the shortest one ends no mask is needed. One
+        # host read of the lengths, outside the loop.
+        min_len = min(int(lengths.min()), t_max)
+        # What each step reads, with time on dim 1: h_t [B, 1, H], e_t [B, 1],
+        # then per path below; the mask [B, 1] last when there is one.
+        sources = [h.unsqueeze(2), entity.unsqueeze(-1)]
+        # One document and no autograd graph: fold h_t into MLP2's weights.
+        # (Not for a batch: one [H, mlp] matrix a document a token costs more
+        # than it saves there; not with autograd: it would keep one a token.)
+        fold_h = batch_size == 1 and not torch.is_grad_enabled()
+        if fold_h:
+            w_m_c = w1[:, d : 2 * d].t().contiguous()  # [H, mlp]
+            w_hm_c = w_hm.contiguous()
+            # [W_m + W_hm diag(h_t) | U_m] in one buffer for all tokens: the
+            # first block is rewritten each token (a fresh [H, mlp] matrix a
+            # token would also fragment the heap between the small log
+            # tensors kept each step), the second is MLP3's m block
+            w_eff = w_mem.new_empty(1, d, n_mlp + d)
+            w_eff[0, :, n_mlp:] = upd_w[:, d:].t()
+            w_eff_m = w_eff[..., :n_mlp]
+            # h_t as a column [1, H, 1]
+            sources.append(h.unsqueeze(-1))
+        sources.append(from_h.unsqueeze(2))  # [B, 1, mlp + H]
+        if min_len < t_max:
+            steps = torch.arange(t_max, device=device)
+            sources.append((steps.unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1))  # [B, 1]
+        zero_col = torch.zeros(batch_size, 1, device=device, dtype=dtype)
+        cells = torch.arange(n, device=device)
+        rows = batch_size * n
+        over_log, coref_log, usage_log = [], [], []
+        for t, step in enumerate(zip(*(_time_steps(x) for x in sources))):
+            h_t, e_t = step[0], step[1]
+            if fold_h:
+                # [m^i (W_m + W_hm diag(h_t)) + (h_t W_h + b1) | m^i U_m + (h_t U_h + b)]
+                torch.addcmul(w_m_c, step[2], w_hm_c, out=w_eff_m)  # [1, H, mlp]
+                proj = torch.baddbmm(step[3], mem, w_eff)  # [1, N, mlp + H]
+                hid = torch.addcmul(proj[..., :n_mlp], usage.unsqueeze(-1), w_u).reshape(rows, n_mlp)
+            else:
+                # [m^i W_m + (h_t W_h + b1) | m^i U_m + (h_t U_h + b)] for all cells
+                proj = torch.matmul(mem, w_mem) + step[2]  # [B, N, mlp + H]
+                hid = torch.addcmul(proj[..., :n_mlp], usage.unsqueeze(-1), w_u)
+                hid = torch.addmm(hid.reshape(rows, n_mlp), (h_t * mem).reshape(rows, d), w_hm)
+            candidate = torch.tanh(proj[..., n_mlp:])
+            sim = torch.addmv(b2, hid.relu(), w2).view(batch_size, n)  # [B, N]
+            unused = usage == 0
+            # COREF is impossible for a cell that was never written.
+            scores = torch.cat([sim.masked_fill(unused, float("-inf")), zero_col], dim=-1)
+            probs = e_t * torch.softmax(scores, dim=-1)
+            coref = probs[:, :n]
+            overwrite = self._overwrite_choice(usage, sim, unused, probs[:, n:], cells)
+            written = overwrite + coref
+            new_mem = mem * (1.0 - written).unsqueeze(-1)
+            new_mem = torch.addcmul(new_mem, overwrite.unsqueeze(-1), h_t)
+            new_mem = torch.addcmul(new_mem, coref.unsqueeze(-1), candidate)
+            if key is not None:
+                new_mem = torch.cat([key, new_mem[..., k:]], dim=-1)
+            new_usage = torch.clamp(torch.add(written, usage, alpha=self.usage_decay), max=1.0)
+            if t < min_len:
+                mem, usage = new_mem, new_usage
+            else:
+                active = step[-1]  # [B, 1]
+                mem = torch.where(active.unsqueeze(-1), new_mem, mem)
+                usage = torch.where(active, new_usage, usage)
+            over_log.append(overwrite)
+            coref_log.append(coref)
+            usage_log.append(usage)
+        logs = {
+            "entity": entity,
+            "overwrite": torch.stack(over_log, dim=1),
+            "coref": torch.stack(coref_log, dim=1),
+            "usage": torch.stack(usage_log, dim=1),
+        }
         return logs, (mem, usage)
 
-    def _overwrite_choice(self, usage: Tensor, sim: Tensor, unused: Tensor) -> Tensor:
-        """Which cell a new entity goes to, as a distribution over cells.
+    def _overwrite_choice(self, usage: Tensor, sim: Tensor, unused: Tensor, new_ent: Tensor, cells: Tensor) -> Tensor:
+        """o_t: the new-entity probability put on the cell a new entity goes to.
 
-        Inference: one-hot on the least used cell, ties to the lowest index
+        Inference: all of it on the least used cell, ties to the lowest index
         (variants with learned init: the most similar unused cell first).
-        Training: Gumbel-softmax with class weights (1 - u) at self.temperature.
+        Training: spread by a Gumbel-softmax with class weights (1 - u) at
+        self.temperature.
+
+        usage (Tensor): [B, N] u before the update.
+        sim (Tensor): [B, N] MLP2 scores.
+        unused (Tensor): [B, N] usage == 0.
+        new_ent (Tensor): [B, 1] probability of a new entity.
+        cells (Tensor): arange(N) on the device.
+        RETURNS (Tensor): [B, N].
         """
         if self.training:
             logits = torch.log(torch.clamp(1.0 - usage, min=LOG_EPS))
@@ -389,14 +442,16 @@ class PeTra(nn.Module):
                 pref = torch.log_softmax(masked.masked_fill(~any_unused, 0.0), dim=-1)
                 logits = torch.where(unused, logits + _UNUSED_BONUS + pref, logits)
             gumbel = -torch.log(torch.empty_like(usage).exponential_().clamp_min(LOG_EPS))
-            return torch.softmax((logits + gumbel) / self.temperature, dim=-1)
-        scores = -usage
+            return new_ent * torch.softmax((logits + gumbel) / self.temperature, dim=-1)
+        # argmin / argmax return the FIRST extreme index (documented), so ties
+        # go to the lowest cell on every device.
         if self._prefers_similar_unused:
             any_unused = unused.any(dim=-1, keepdim=True)
             by_sim = sim.detach().masked_fill(~unused, float("-inf"))
-            scores = torch.where(any_unused, by_sim, scores)
-        index = _first_argmax(scores)
-        return nn.functional.one_hot(index, self.num_cells).to(usage.dtype)
+            index = torch.where(any_unused, by_sim, -usage).argmax(dim=-1, keepdim=True)
+        else:
+            index = usage.argmin(dim=-1, keepdim=True)
+        return torch.where(cells == index, new_ent, 0.0)
 
     # -- loss ------------------------------------------------------------------
 
@@ -431,15 +486,30 @@ class PeTra(nn.Module):
                 coref_terms.append((w * bce).sum())
                 weight_terms.append(w.sum())
             outside = torch.ones(n_tokens, dtype=torch.bool, device=device)
+            inside = set()
             for start, end in g.spans:
                 outside[start : end + 1] = False
-            ent_sum.append(log["entity"][outside].sum())
-            ent_count += int(outside.sum().item())
+                inside.update(range(start, end + 1))
+            # a masked sum, not boolean indexing (which syncs with the device)
+            ent_sum.append(torch.where(outside, log["entity"], 0.0).sum())
+            ent_count += n_tokens - len(inside)  # counted on the host: no device sync
         if coref_terms:
             loss = loss + torch.stack(coref_terms).sum() / torch.stack(weight_terms).sum()
         if ent_count > 0:
             loss = loss + self.entity_loss_weight * torch.stack(ent_sum).sum() / ent_count
         return loss
+
+
+def _time_steps(x: Tensor, block: int = 256) -> Iterator[Tensor]:
+    """x[:, t] for t = 0, 1, ...: views made a block of steps at a time (one
+    unbind a block rather than one indexing op a token, and never all T views
+    at once, which would hold about 0.5 KB a token).
+
+    x (Tensor): [B, T, ...].
+    RETURNS (Iterator[Tensor]): [B, ...] views.
+    """
+    for start in range(0, x.shape[1], block):
+        yield from x[:, start : start + block].unbind(1)
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:
