@@ -356,6 +356,56 @@ def tune_gap_threshold_cmd(
     typer.echo(json.dumps({"threshold": best, **clean}, sort_keys=True))
 
 
+@app.command("tune-link-threshold")
+def tune_link_threshold_cmd(
+    model: str = typer.Argument(..., help="A trained s2e pipeline: package name or directory."),
+    input_path: Path = typer.Argument(..., help="Dev Docs with gold clusters (a DocBin made by `convert conll`)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
+    component: Optional[str] = typer.Option(None, "--component", help="The s2e component (default: the first coreference component)."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+) -> None:
+    """Choose s2e's link threshold on dev data: the one of -6.00, -5.75, ...,
+    2.00 with the best CoNLL F1 (nearest 0 on a tie), printed with the table,
+    and stored as the component's model link_threshold (in config.cfg) so the
+    saved pipeline links with it. The pair scores are computed once."""
+    from spacy.training import Example
+
+    from .corpora.docbin import read_docbin
+    from .pipeline.coref_component import CorefComponent
+    from .pipeline.link_threshold import THRESHOLDS, best_threshold, pair_links, save_with_link_threshold, scores_by_threshold
+
+    try:
+        out_path = _output_path(model, output)
+        nlp = load_pipeline(model, gpu_id)
+        names = [name for name, pipe in nlp.pipeline if isinstance(pipe, CorefComponent)]
+        name = component or (names[0] if names else None)
+        if name is None or name not in nlp.pipe_names:
+            raise ValueError(f"no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
+        pipe = nlp.get_pipe(name)
+        references = read_docbin(input_path, nlp.vocab)
+        # the gold Docs themselves, clusters dropped, as `predict` runs them (speakers kept)
+        examples = [Example(ref.copy(), ref) for ref in references]
+        links = pair_links(pipe, [eg.predicted for eg in examples])
+        table = scores_by_threshold(examples, links, pipe.prefix, THRESHOLDS)
+        best = best_threshold(table)
+    except (DataFormatError, OSError, ValueError) as err:
+        raise _fail(err)
+    typer.echo(f"{'threshold':>9} {'MUC':>6} {'B3':>6} {'CEAFe':>6} {'CoNLL':>6} {'ment R':>7} {'ment P':>7}")
+    for t, scores in table.items():
+        mark = "  <- best" if t == best else ""
+        typer.echo(
+            f"{t:9.2f} {100 * scores['coref_muc_f']:6.1f} {100 * scores['coref_b3_f']:6.1f} {100 * scores['coref_ceafe_f']:6.1f}"
+            f" {100 * scores['coref_conll_f']:6.1f} {100 * scores['coref_mentions_r']:7.1f} {100 * scores['coref_mentions_p']:7.1f}{mark}"
+        )
+    try:
+        save_with_link_threshold(nlp, name, best, out_path)
+    except (OSError, ValueError) as err:
+        raise _fail(err)
+    typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {len(examples)} docs); "
+               f"stored as components.{name}.model.link_threshold in {out_path}")
+    typer.echo(json.dumps({"threshold": best, **table[best]}, sort_keys=True))
+
+
 @app.command("count-people")
 def count_people_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),

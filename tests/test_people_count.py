@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spacy_memcoref import cli
+from spacy_memcoref.corpora.people import read_people_tsv
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "build_people_count.py"
@@ -169,7 +170,7 @@ def test_script_writes_a_people_tsv_the_cli_reads(bpc, tmp_path):
     out = tmp_path / "people" / "demo.tsv"
     explain = tmp_path / "demo.jsonl"
     assert bpc.main([str(DEMO), str(out), "--explain", str(explain)]) == 0
-    rows = cli.read_people_tsv(out)
+    rows = read_people_tsv(out)
     assert [(ex_id, count) for _, ex_id, _, count in rows] == [
         ("demo_harbour-0", 3),  # Martha, Tom, the captain
         ("demo_harbour-1", 4),  # Martha (his aunt), Tom, the captain, the fisherman
@@ -201,7 +202,7 @@ def test_script_errors(bpc, tmp_path, capsys):
 def test_litbank_gives_a_large_set(bpc, shared_data, tmp_path):
     out = tmp_path / "litbank.tsv"
     assert bpc.main([str(shared_data / "litbank"), str(out)]) == 0
-    rows = cli.read_people_tsv(out)
+    rows = read_people_tsv(out)
     counts = [count for *_, count in rows]
     assert len(rows) > 1000
     assert 1.5 < sum(counts) / len(counts) < 4.0

@@ -1,0 +1,67 @@
+"""tune-link-threshold: s2e's link threshold chosen on dev data."""
+import json
+
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_memcoref.cli import app
+from spacy_memcoref.pipeline.link_threshold import best_threshold, pair_links, scores_by_threshold
+from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
+
+from test_s2e import trained_nlp  # noqa: F401  (the fixture)
+
+
+def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):  # noqa: F811
+    nlp, examples, _ = trained_nlp
+    pipe = nlp.get_pipe("memcoref")
+    links = pair_links(pipe, [eg.predicted for eg in examples])
+    table = scores_by_threshold(examples, links, pipe.prefix, [-1e3, 0.0, 1e3])
+    head = pipe.model.layers[1].shims[0]._model
+    for threshold in (-1e3, 0.0, 1e3):
+        head.link_threshold = threshold
+        predicted = [eg.predicted.copy() for eg in examples]
+        for doc in nlp.get_pipe("memcoref").pipe(predicted):
+            pass
+        from spacy.training import Example
+
+        again = score_coref_examples([Example(p, eg.reference) for p, eg in zip(predicted, examples)])
+        assert abs(again["coref_conll_f"] - table[threshold]["coref_conll_f"]) < 1e-9
+    head.link_threshold = 0.0
+    assert table[1e3]["coref_conll_f"] == 0.0  # nothing links
+    assert table[0.0]["coref_conll_f"] > 0.9  # the overfit model at the paper's decision
+
+
+def test_best_threshold_prefers_the_score_then_zero():
+    def row(f):
+        return {"coref_conll_f": f}
+
+    assert best_threshold({-2.0: row(0.5), -1.0: row(0.6), 0.0: row(0.4)}) == -1.0
+    assert best_threshold({-1.0: row(0.6), 0.0: row(0.6), 1.0: row(0.6)}) == 0.0
+    assert best_threshold({-2.0: row(0.6), -0.5: row(0.6), 1.0: row(0.1)}) == -0.5
+
+
+def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):  # noqa: F811
+    nlp, examples, _ = trained_nlp
+    model = tmp_path / "model"
+    nlp.to_disk(model)
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    result = CliRunner().invoke(app, ["tune-link-threshold", str(model), str(dev), "--output", str(tmp_path / "tuned")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["coref_conll_f"] > 0.9
+    tuned = spacy.load(tmp_path / "tuned")
+    assert tuned.config["components"]["memcoref"]["model"]["link_threshold"] == summary["threshold"]
+    assert tuned.get_pipe("memcoref").model.layers[1].shims[0]._model.link_threshold == summary["threshold"]
+
+
+def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):  # noqa: F811
+    nlp, _, _ = trained_nlp
+    model = tmp_path / "model"
+    nlp.to_disk(model)
+    empty = tmp_path / "empty.spacy"
+    DocBin().to_disk(empty)
+    result = CliRunner().invoke(app, ["tune-link-threshold", str(model), str(empty), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "holds no Docs" in result.output
+    assert not (tmp_path / "out").exists()
