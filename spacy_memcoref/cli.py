@@ -11,7 +11,7 @@ from typing import Dict, Optional
 import typer
 
 from .doc_helpers.clusters import CLUSTER_PREFIX
-from .errors import DataFormatError, shorten
+from .errors import DataFormatError, ModelLoadError, shorten
 
 app = typer.Typer(
     name="memcoref",
@@ -257,6 +257,8 @@ def load_pipeline(model: str, gpu_id: int = -1):
             raise  # spaCy's own "can't find model" message says it well
         where = _file_being_read(err) or Path(model)
         reason = " ".join(str(err).split()) or type(err).__name__
+        if isinstance(err, ModelLoadError):  # it names the file: name it once
+            where, reason = err.path or where, err.reason
         raise ValueError(f"{where}: cannot load the pipeline {model}: {shorten(reason)}") from err
 
 

@@ -57,3 +57,22 @@ class DataFormatError(ValueError):
         self.reason = shorten(reason)
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {self.reason}")
+
+
+class ModelLoadError(ValueError):
+    """A component's model that cannot be loaded from its saved bytes: a
+    truncated or corrupt file, weights that fail their checksum or are refused.
+    Raised `from` the deserializer's own error.
+
+    source (Union[str, Path]): the file the bytes were read from (a Path), or
+        what they are when they come from no file (a str, e.g. "the 'memcoref'
+        component's model bytes").
+    what (str): the model, e.g. "the coreference model".
+    reason (str): why, usually the deserializer's message (cut to REASON_LIMIT
+        characters).
+    """
+
+    def __init__(self, source: Union[str, Path], what: str, reason: str) -> None:
+        self.path: Optional[Path] = source if isinstance(source, Path) else None
+        self.reason = shorten(" ".join(reason.split()) or "unknown error")
+        super().__init__(f"{source}: cannot load {what}: {self.reason}")

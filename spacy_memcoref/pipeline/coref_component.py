@@ -9,10 +9,15 @@ module only moves Docs, gold and predictions around.
 import inspect
 import warnings
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+import srsly
+from spacy import util
+from spacy.errors import Errors
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
+from spacy.pipeline.pipe import deserialize_config
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
@@ -22,6 +27,7 @@ from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.gold import copy_speakers
+from ..errors import ModelLoadError
 from ..models.encoder import build_embedded_transformer
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
@@ -189,6 +195,18 @@ class CorefComponent(TrainablePipe):
         return predictions
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
+        """Write one prediction a Doc, paired by position.
+
+        RAISES ValueError: not one prediction a Doc (nothing is written).
+        """
+        docs = list(docs)
+        predictions = list(predictions)
+        if len(predictions) != len(docs):
+            raise ValueError(
+                f"The '{self.name}' component's model returned {len(predictions)} prediction(s) for "
+                f"{len(docs)} Docs: it must return one a Doc, in order, or Docs would get the clusters "
+                "of other Docs"
+            )
         write_extras = self._hook("write_extras")
         for doc, prediction in zip(docs, predictions):
             clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in prediction["clusters"]]
@@ -268,6 +286,58 @@ class CorefComponent(TrainablePipe):
             docs = [Doc(self.vocab, words=["memcoref", "initialization"])]
         self.model.initialize(X=(docs, None))
         self.cfg["initialized"] = True
+
+    # ----- serialization ------------------------------------------------------
+
+    def _load_model(self, data: bytes, source: Union[str, Path]) -> None:
+        """self.model.from_bytes(data), naming `source` when it fails.
+
+        RAISES ModelLoadError (a ValueError): the bytes cannot be loaded; the
+            deserializer's error is chained.
+        """
+        try:
+            self.model.from_bytes(data)
+        except MemoryError:
+            raise
+        except Exception as err:
+            # spaCy reports an AttributeError here as a config/model mismatch (E149)
+            reason = Errors.E149 if isinstance(err, AttributeError) else str(err) or type(err).__name__
+            raise ModelLoadError(source, "the coreference model", reason) from err
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CorefComponent":
+        """TrainablePipe.from_disk, whose errors on a model file that cannot be
+        loaded (truncated, corrupt, failing its checksum) name the file.
+
+        RAISES ModelLoadError (a ValueError): the model file cannot be loaded.
+        """
+        self._validate_serialization_attrs()
+
+        def load_model(p: Path) -> None:
+            with open(p, "rb") as file_:
+                self._load_model(file_.read(), Path(p))
+
+        deserialize = {
+            "cfg": lambda p: self.cfg.update(deserialize_config(p)),
+            "vocab": lambda p: self.vocab.from_disk(p, exclude=exclude),
+            "model": load_model,
+        }
+        util.from_disk(path, deserialize, exclude)
+        return self
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CorefComponent":
+        """TrainablePipe.from_bytes, whose errors on model bytes that cannot be
+        loaded name the component.
+
+        RAISES ModelLoadError (a ValueError): the model bytes cannot be loaded.
+        """
+        self._validate_serialization_attrs()
+        deserialize = {
+            "cfg": lambda b: self.cfg.update(srsly.json_loads(b)),
+            "vocab": lambda b: self.vocab.from_bytes(b, exclude=exclude),
+            "model": lambda b: self._load_model(b, f"the '{self.name}' component's model bytes"),
+        }
+        util.from_bytes(bytes_data, deserialize, exclude)
+        return self
 
     def _is_initialized(self) -> bool:
         return bool(self.cfg.get("initialized"))
