@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from spacy_memcoref import cli
 from spacy_memcoref.corpora.people import read_people_tsv
 
 REPO = Path(__file__).resolve().parent.parent
