@@ -32,3 +32,14 @@ def conll_scorer() -> Path:
 @pytest.fixture(scope="session")
 def gap_scorer() -> Path:
     return _require(SHARED / "tools" / "gap-scorer" / "gap_scorer.py", "official GAP scorer")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: threads only add contention on a shared machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

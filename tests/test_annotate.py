@@ -5,14 +5,12 @@ clusters, stands in for a trained model. The Ray tests share one local
 cluster (num_cpus=2) and skip when the `ray` extra is not installed.
 """
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
-from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
@@ -20,15 +18,10 @@ from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_
 from spacy_memcoref.annotate.output import OutputMismatch
 from spacy_memcoref.annotate.runner import BadInput, _InjectedFailure
 from spacy_memcoref.cli import app
-from tok2vec_config import cnn_tok2vec
+from test_s2e import make_examples, s2e_config
 
 REPO = Path(__file__).resolve().parent.parent
 
-TRAIN = [
-    ("Alice met Bob . She said he was late .", [[(0, 0), (4, 4)], [(2, 2), (6, 6)]]),
-    ("The company said its profits rose . It was happy .", [[(0, 1), (3, 3), (7, 7)]]),
-    ("John saw Mary and waved to her . He smiled at her .", [[(0, 0), (8, 8)], [(2, 2), (6, 6), (11, 11)]]),
-]
 TEXTS = [
     "Alice met Bob. She said he was late.",
     "The company said its profits rose. It was happy.",
@@ -49,30 +42,8 @@ def model_dir(tmp_path_factory) -> str:
     """An s2e pipeline (CNN tok2vec) overfit on three documents, on disk."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe(
-        "memcoref",
-        config={
-            "model": {
-                "@architectures": "spacy_memcoref.S2E.v1",
-                "hidden_size": 64,
-                "dropout": 0.0,
-                "max_width": 10,
-                "top_lambda": 0.4,
-                "max_antecedents": None,
-                "use_speakers": True,
-                "head_lr_scale": 1.0,
-                "chunk_size": 512,
-                "mention_loss_weight": 1.0,
-                "tok2vec": cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3),
-            }
-        },
-    )
-    examples = []
-    for text, clusters in TRAIN:
-        ref = Doc(nlp.vocab, words=text.split())
-        for i, cluster in enumerate(clusters, start=1):
-            ref.spans[f"coref_clusters_{i}"] = [ref[s : e + 1] for s, e in cluster]
-        examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
+    nlp.add_pipe("memcoref", config=s2e_config())
+    examples = make_examples(nlp)
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.003)
     for _ in range(60):

@@ -11,7 +11,6 @@ import shutil
 import pytest
 import spacy
 import srsly
-import torch
 from thinc.api import Model
 from typer.testing import CliRunner
 
@@ -25,12 +24,7 @@ S2E = {"@architectures": "spacy_memcoref.S2E.v1", "hidden_size": 16, "dropout": 
 TEXTS = ["Alice met Bob . She said he was late .", "It rained ."]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -53,12 +53,7 @@ PEOPLE = "ID\ttext\tcount\np1\tAnna met Maria before she left .\t2\np2\tIt raine
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import numpy
 import pytest
 import spacy
 import srsly
-import torch
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
@@ -54,13 +53,7 @@ def petra_config(**model_overrides):
     return {"model": model}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: threads only add contention on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def gap_examples(nlp):
