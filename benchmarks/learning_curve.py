@@ -45,7 +45,6 @@ def parse_overrides(extra: List[str]) -> Dict[str, Any]:
 def train_for_budget(config_path: Path, output: Path, minutes: List[float], overrides: Dict[str, Any], log) -> List[Dict[str, Any]]:
     """Train until the last minute mark (or the config's max_steps), saving
     the pipeline at each mark. RETURNS one record a snapshot."""
-    import spacy
     from spacy.schemas import ConfigSchemaTraining
     from spacy.training.initialize import init_nlp
     from spacy.training.loop import create_train_batches, train_while_improving
@@ -115,44 +114,26 @@ def train_for_budget(config_path: Path, output: Path, minutes: List[float], over
 
 
 THRESHOLDS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)
-KEYS = ("coref_conll_f", "coref_muc_f", "coref_b3_f", "coref_ceafe_f", "coref_lea_f", "coref_mentions_p", "coref_mentions_r")
 
 
 def score_snapshot(path: str, dev_path: Path) -> Dict[str, Any]:
     """Dev scores of a saved s2e pipeline at its own link threshold, and at
     the best of THRESHOLDS (how much a better-calibrated link decision would
-    give: the antecedent ranking is scored apart from the decision). The
-    pair scores are computed once a document; only the decoding repeats."""
+    give: the antecedent ranking is scored apart from the decision), as
+    `tune-link-threshold` computes them."""
     import spacy
     from spacy.training import Corpus
-    from thinc.api import xp2torch
 
-    from spacy_memcoref.models.encoder import encode_for_inference
-    from spacy_memcoref.models.pytorch_s2e import links_to_clusters
-    from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
+    from spacy_memcoref.pipeline.link_threshold import pair_links, s2e_parts, scores_by_threshold
 
     nlp = spacy.load(path)
     pipe = nlp.get_pipe("memcoref")
-    tok2vec, head_layer = pipe.model.layers[0], pipe.model.layers[1]
-    head = head_layer.shims[0]._model
-    head.eval()
-    make_input = head_layer.attrs["make_head_input"]
+    own_threshold = s2e_parts(pipe)[1].link_threshold
     examples = list(Corpus(str(dev_path), max_length=0)(nlp))
-    links = []
-    for eg in examples:
-        vectors = encode_for_inference(tok2vec, [eg.predicted])[0]
-        links.append(head.document_links(make_input(eg.predicted, xp2torch(vectors))))
-    by_threshold = {}
-    for threshold in sorted(set(THRESHOLDS) | {head.link_threshold}):
-        for eg, doc_links in zip(examples, links):
-            doc = eg.predicted
-            for key in [k for k in doc.spans if k.startswith(pipe.prefix + "_")]:
-                del doc.spans[key]
-            for i, cluster in enumerate(links_to_clusters(doc_links, threshold), start=1):
-                doc.spans[f"{pipe.prefix}_{i}"] = [doc[s : e + 1] for s, e in cluster]
-        scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
-        by_threshold[threshold] = {k: round(100 * float(scores.get(k) or 0.0), 2) for k in KEYS}
-    own = by_threshold[head.link_threshold]
+    links = pair_links(pipe, [eg.predicted for eg in examples])
+    table = scores_by_threshold(examples, links, pipe.prefix, sorted(set(THRESHOLDS) | {own_threshold}))
+    by_threshold = {t: {k: round(100 * v, 2) for k, v in scores.items()} for t, scores in table.items()}
+    own = by_threshold[own_threshold]
     best = max(by_threshold, key=lambda t: by_threshold[t]["coref_conll_f"])
     return {
         **own,
