@@ -10,7 +10,7 @@ after loading.
 
 torch is imported by the functions that need it, never at module import.
 """
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from spacy.tokens import Doc
 from thinc.api import Model
@@ -108,8 +108,6 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
     cache = BottomCache(cache_mb * 2**20)
 
     def bottom(input_ids, token_type_ids, position_ids):
-        import torch
-
         mask = input_ids != pad_id
         modes = [m.training for m in frozen_modules]
         for m in frozen_modules:
