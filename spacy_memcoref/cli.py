@@ -319,14 +319,21 @@ def tune_gap_threshold_cmd(
     input_path: Path = typer.Argument(..., help="GAP validation Docs (a DocBin made by `convert gap`)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
     component: Optional[str] = typer.Option(None, "--component", help="The PeTra component (default: the first one)."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Fit the probability calibration (Platt scaling) on these Docs first; --no-calibrate keeps the component's."),
     batch_size: int = typer.Option(16, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
-    """Choose PeTra's GAP decision threshold on validation data: the one of
-    0.01, 0.02, ..., 1.00 with the best overall GAP F1 (the middle of a tied
-    run), printed with the table, and stored in the component's cfg (and
-    config.cfg) so that the saved pipeline uses it on test data."""
+    """Calibrate PeTra's GAP link probabilities and choose its decision
+    threshold on validation data. First Platt scaling: the [scale, shift] of
+    sigmoid(scale * logit(p) + shift) with the least log loss on the A and B
+    candidates (with --calibrate, the default); then the threshold of 0.01,
+    0.02, ..., 1.00 with the best overall GAP F1 on the calibrated
+    probabilities (the middle of a tied run). Prints reliability tables
+    (before and after) and the threshold table, and stores both in the
+    component's cfg (and config.cfg), so that the saved pipeline uses them."""
     from .corpora.docbin import read_docbin
+    from .scoring.calibration import calibrate as apply_calibration
+    from .scoring.calibration import expected_calibration_error, fit_platt, reliability_table
     from .scoring.gap_spacy_scorer import gap_gold_and_probabilities, tune_gap_threshold
 
     _check_count("--batch-size", batch_size)
@@ -336,10 +343,26 @@ def tune_gap_threshold_cmd(
         name, pipe = _petra_pipe(nlp, component)
         docs = read_docbin(input_path, nlp.vocab)
         annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
-        gold, probs = gap_gold_and_probabilities(annotated, source=input_path, component=name)
+        gold, raw = gap_gold_and_probabilities(annotated, source=input_path, component=name)
+        keys = sorted(gold)
+        raw_p = [p for key in keys for p in raw[key]]
+        labels = [g for key in keys for g in gold[key][1:]]
+        before = list(pipe.cfg.get("gap_calibration", (1.0, 0.0)))
+        # rounded: the value stored in config.cfg is the one used
+        after = [round(v, 6) for v in fit_platt(raw_p, labels)] if calibrate else before
+        probs = {key: tuple(apply_calibration(p, after) for p in raw[key]) for key in keys}
         best, table = tune_gap_threshold(gold, probs)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
+    tables = {}
+    for label, calibration in (("before", before), ("after", after)):
+        rows = reliability_table([apply_calibration(p, calibration) for p in raw_p], labels)
+        tables[label] = {"calibration": calibration, "ece": expected_calibration_error(rows), "bins": rows}
+        typer.echo(f"reliability {label} (scale {calibration[0]:.3f}, shift {calibration[1]:.3f}; "
+                   f"ECE {100 * tables[label]['ece']:.1f}) on {len(labels)} candidates:")
+        typer.echo(f"{'bin':>11} {'n':>5} {'mean p':>7} {'linked':>7}")
+        for row in rows:
+            typer.echo(f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}")
     typer.echo(f"{'threshold':>9} {'P':>6} {'R':>6} {'F1':>6} {'F1 masc':>8} {'F1 fem':>7}")
     for t, scores in table:
         mark = "  <- best" if t == best else ""
@@ -347,15 +370,20 @@ def tune_gap_threshold_cmd(
             f"{t:9.2f} {100 * scores['gap_p']:6.1f} {100 * scores['gap_r']:6.1f} {100 * scores['gap_f']:6.1f}"
             f" {100 * scores['gap_f_masc']:8.1f} {100 * scores['gap_f_fem']:7.1f}{mark}"
         )
-    best_scores = dict(table)[best]
+    scores_by_t = dict(table)
+    best_scores = scores_by_t[best]
     try:
-        _save_pipeline(nlp, out_path, name, {"gap_threshold": best})
+        _save_pipeline(nlp, out_path, name, {"gap_threshold": best, "gap_calibration": after})
     except (OSError, ValueError) as err:
         raise _fail(err)
-    typer.echo(f"best threshold {best:.2f} (GAP F1 {100 * best_scores['gap_f']:.1f} on {len(gold)} docs); "
-               f"stored as components.{name}.gap_threshold in {out_path}")
+    typer.echo(f"calibration [{after[0]:.4f}, {after[1]:.4f}]; best threshold {best:.2f} "
+               f"(GAP F1 {100 * best_scores['gap_f']:.1f} on {len(gold)} docs, "
+               f"{100 * scores_by_t[0.5]['gap_f']:.1f} at 0.5); stored as components.{name}.gap_threshold "
+               f"and gap_calibration in {out_path}")
     clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in best_scores.items()}
-    typer.echo(json.dumps({"threshold": best, **clean}, sort_keys=True))
+    summary = {"threshold": best, "calibration": after, "gap_f_at_0.5": scores_by_t[0.5]["gap_f"],
+               "reliability": tables, **clean}
+    typer.echo(json.dumps(summary, sort_keys=True))
 
 
 @app.command("tune-link-threshold")

@@ -15,6 +15,7 @@ import numpy
 import pytest
 import spacy
 import srsly
+import torch
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
@@ -26,7 +27,13 @@ from spacy_memcoref.corpora.people import read_people_tsv
 from spacy_memcoref.doc_helpers.memory_log import LOG_KEYS
 from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
 from spacy_memcoref.errors import DataFormatError
-from spacy_memcoref.scoring.gap_decisions import gap_decisions_from_doc, gap_predictions_from_doc
+from spacy_memcoref.scoring.calibration import CLASS_WEIGHT_SHIFT, calibrate
+from spacy_memcoref.scoring.gap_decisions import (
+    gap_decisions,
+    gap_decisions_from_doc,
+    gap_link_probabilities,
+    gap_predictions_from_doc,
+)
 from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples, tune_gap_threshold
 from spacy_memcoref.scoring.people import choose_alpha
 from tok2vec_config import cnn_tok2vec
@@ -312,6 +319,35 @@ def test_bad_gap_threshold():
         nlp.add_pipe("memcoref_petra", config={**petra_config(), "gap_threshold": 1.5})
 
 
+@pytest.mark.parametrize("value", [[1.0], [0.0, 1.0], [1.0, "x"]])
+def test_bad_gap_calibration(value):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="gap_calibration"):
+        nlp.add_pipe("memcoref_petra", config={**petra_config(), "gap_calibration": value})
+
+
+def test_gap_probabilities_are_calibrated_and_the_log_path_agrees(trained):
+    nlp, examples, _ = trained
+    pipe = nlp.get_pipe("memcoref_petra")
+    assert pipe.cfg["gap_calibration"] == [1.0, CLASS_WEIGHT_SHIFT]
+    from_text = list(nlp.pipe([eg.predicted for eg in examples]))  # no GAP spans: the memory-log path
+    with_spans = list(nlp.pipe(gap_docs(nlp)))  # GAP spans: stored gap_probs
+    for doc_text, doc_gap, eg in zip(from_text, with_spans, examples):
+        probs = doc_gap.user_data["gap_probs"]
+        assert [probs["calibration_scale"], probs["calibration_shift"]] == pipe.cfg["gap_calibration"]
+        for key in ("A", "B"):
+            assert probs[key] == pytest.approx(calibrate(probs[f"{key}_raw"], pipe.cfg["gap_calibration"]))
+        raw = gap_link_probabilities(doc_text, eg.reference)
+        assert raw == pytest.approx((probs["A_raw"], probs["B_raw"]), abs=1e-5)
+        calibrated = gap_link_probabilities(doc_text, eg.reference, calibration=pipe.cfg["gap_calibration"])
+        assert calibrated == pytest.approx((probs["A"], probs["B"]), abs=1e-5)
+        for t in (0.2, 0.5, 0.8):
+            if min(abs(p - t) for p in calibrated) > 1e-4:
+                assert gap_decisions(doc_text, eg.reference, threshold=t, calibration=pipe.cfg["gap_calibration"]) == (
+                    gap_decisions(doc_gap, threshold=t)
+                )
+
+
 def test_memcoref_factory_takes_petra_model(trained):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("memcoref", config=petra_config())
@@ -380,8 +416,22 @@ def test_tune_gap_threshold_command(saved_model, gap_docbin, tmp_path):
     pipe = loaded.get_pipe("memcoref_petra")
     assert pipe.cfg["gap_threshold"] == summary["threshold"]
     assert loaded.config["components"]["memcoref_petra"]["gap_threshold"] == summary["threshold"]
+    # Platt scaling was fitted and stored; the reliability tables count every candidate
+    assert pipe.cfg["gap_calibration"] == summary["calibration"]
+    assert loaded.config["components"]["memcoref_petra"]["gap_calibration"] == pytest.approx(summary["calibration"])
+    assert summary["calibration"] != [1.0, CLASS_WEIGHT_SHIFT]
+    n_candidates = 2 * len(gap_docs(loaded))
+    for when in ("before", "after"):
+        assert sum(row["n"] for row in summary["reliability"][when]["bins"]) == n_candidates
+    assert summary["reliability"]["before"]["calibration"] == [1.0, CLASS_WEIGHT_SHIFT]
     doc = loaded(gap_docs(loaded)[0])
     assert doc.user_data["gap_probs"]["threshold"] == summary["threshold"]
+    probs = doc.user_data["gap_probs"]
+    assert [probs["calibration_scale"], probs["calibration_shift"]] == summary["calibration"]
+    # --no-calibrate keeps the component's calibration
+    kept = runner.invoke(app, ["tune-gap-threshold", str(saved_model), str(gap_docbin), "-o", str(tmp_path / "kept"), "--no-calibrate"])
+    assert kept.exit_code == 0, kept.output
+    assert srsly.json_loads(kept.output.strip().splitlines()[-1])["calibration"] == [1.0, CLASS_WEIGHT_SHIFT]
     bad = runner.invoke(app, ["tune-gap-threshold", str(saved_model), str(tmp_path / "missing.spacy"), "-o", str(out)])
     assert bad.exit_code == 1 and "no such file" in bad.output
 
@@ -514,3 +564,37 @@ def test_last_four_layers_of_the_embedded_encoder():
     for f, g in zip(four, last):
         numpy.testing.assert_allclose(f[:, -384:], g, atol=1e-5)
     assert nlp(docs[0])._.memory_log["usage"].shape == (7, 10)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [({"layer_mix": True, "encoder_layers": 1}, "layer_mix"), ({"layer_mix": "yes"}, "layer_mix")],
+)
+def test_bad_layer_mix(override, message):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=message):
+        nlp.add_pipe("memcoref_petra", config=petra_config(**override))
+
+
+@pytest.mark.slow
+def test_layer_mix_over_all_embedded_encoder_layers_learns_and_round_trips():
+    """Initializes all-MiniLM-L6-v2: with layer_mix the GRU reads one
+    384-wide mix of all 7 hidden states, whose weights learn, and the
+    pipeline predicts the same after a round trip."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref_petra", config={"model": {"encoder_layers": 7, "layer_mix": True, "hidden_size": 32, "mlp_size": 32}})
+    examples = gap_examples(nlp)
+    nlp.initialize(lambda: examples)
+    head = nlp.get_pipe("memcoref_petra").model.layers[1].shims[0]._model
+    optimizer = Adam(0.01)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    assert head.petra.input_size == 384
+    assert not torch.allclose(head.mix.weights.detach(), torch.zeros(7))
+    docs = gap_docs(nlp)[:2]
+    before = [nlp(doc.copy()) for doc in docs]
+    restored = spacy.blank("en").from_config(nlp.config)
+    restored.from_bytes(nlp.to_bytes())
+    after = [restored(doc.copy()) for doc in docs]
+    assert_logs_equal(logs_of(before), logs_of(after))

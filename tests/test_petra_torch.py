@@ -494,3 +494,19 @@ def test_bad_inputs():
         model([torch.randn(3, 5)])
     with pytest.raises(ValueError, match="gold has 2 entries"):
         model([torch.randn(3, 4)], [None, None])
+
+
+def test_scalar_mix_by_hand():
+    from spacy_memcoref.models.pytorch_petra_head import ScalarMix
+
+    mix = ScalarMix(3)
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]])  # three layers of width 2
+    # weights 0: the mean of the layers, times gamma 1
+    assert torch.allclose(mix(x), torch.tensor([[3.0, 4.0]]))
+    with torch.no_grad():
+        mix.weights.copy_(torch.tensor([0.0, 0.0, 1e4]))
+        mix.gamma.fill_(2.0)
+    assert torch.allclose(mix(x), torch.tensor([[10.0, 12.0]]))
+    assert mix(torch.zeros(0, 6)).shape == (0, 2)
+    with pytest.raises(ValueError, match="not 3 layers"):
+        mix(torch.zeros(1, 7))

@@ -74,6 +74,7 @@ def build_petra(
     min_mentions: int = 2,
     freeze_encoder: bool = True,
     encoder_layers: int = 4,
+    layer_mix: bool = False,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 
@@ -97,6 +98,9 @@ def build_petra(
     freeze_encoder (bool): no gradients into the encoder (the paper's setup).
     encoder_layers (int): concatenate the last k hidden layers of a
         spacy-transformers encoder (paper: 4); 1 = the encoder's own output.
+    layer_mix (bool): instead of concatenating the k layers, feed the GRU a
+        learned scalar mix of them, gamma * sum_l softmax(w)_l * layer_l (as
+        ELMo and the BERT-era readers mix layers); needs encoder_layers > 1.
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
         prediction dict a doc: clusters, memory_log, gap).
     """
@@ -125,6 +129,11 @@ def build_petra(
         f"entity_threshold must be in (0, 1], got {entity_threshold!r}",
     )
     _check(_is_int(min_mentions) and min_mentions >= 1, f"min_mentions must be a positive integer, got {min_mentions!r}")
+    _check(isinstance(layer_mix, bool), f"layer_mix must be true or false, got {layer_mix!r}")
+    _check(
+        not layer_mix or (_is_int(encoder_layers) and encoder_layers > 1),
+        f"layer_mix = true mixes encoder_layers > 1 layers, got encoder_layers = {encoder_layers!r}",
+    )
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -146,6 +155,7 @@ def build_petra(
         entity_threshold=float(entity_threshold),
         min_mentions=min_mentions,
         temperature_halving_steps=temperature_halving_steps,
+        mix_layers=encoder_layers if layer_mix else 0,
     )
 
     def make_gold(example: Example, prefix: str) -> Tuple[Optional[SparseGold], int]:

@@ -26,6 +26,27 @@ from .pytorch_petra import LOG_KEYS, PeTra, decode_clusters, span_link_probabili
 MIN_TEMPERATURE = 0.01
 
 
+class ScalarMix(nn.Module):
+    """gamma * sum_l softmax(w)_l * x_l over L layers concatenated on the
+    last axis ([T, L * d] -> [T, d]); w starts at 0 (the mean), gamma at 1.
+
+    n_layers (int): L.
+    """
+
+    def __init__(self, n_layers: int) -> None:
+        super().__init__()
+        self.n_layers = n_layers
+        self.weights = nn.Parameter(torch.zeros(n_layers))
+        self.gamma = nn.Parameter(torch.ones(1))  # 1-d: Thinc's optimizer cannot take 0-d weights
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] % self.n_layers:
+            raise ValueError(f"the input width {x.shape[-1]} is not {self.n_layers} layers of equal width")
+        layers = x.reshape(*x.shape[:-1], self.n_layers, x.shape[-1] // self.n_layers)
+        weights = torch.softmax(self.weights, dim=0).to(x.dtype)
+        return self.gamma.to(x.dtype) * torch.einsum("...ld,l->...d", layers, weights)
+
+
 class PeTraHead(nn.Module):
     """pytorch_petra.PeTra behind the (inputs, golds) -> (loss,
     predictions) interface of thinc_glue.build_coref_model.
@@ -38,6 +59,8 @@ class PeTraHead(nn.Module):
     min_mentions (int): decode_clusters min_mentions.
     temperature_halving_steps (int): tau halves every this many training
         batches (0: constant 1).
+    mix_layers (int): L > 1: each token's input is L layers concatenated,
+        replaced by their learned scalar mix (ScalarMix); 0: used as it is.
     """
 
     def __init__(
@@ -47,6 +70,7 @@ class PeTraHead(nn.Module):
         entity_threshold: float = 0.5,
         min_mentions: int = 2,
         temperature_halving_steps: int = 0,
+        mix_layers: int = 0,
     ) -> None:
         super().__init__()
         self.petra_kwargs = dict(petra_kwargs)
@@ -54,6 +78,7 @@ class PeTraHead(nn.Module):
         self.min_mentions = min_mentions
         self.temperature_halving_steps = temperature_halving_steps
         self.petra: Optional[PeTra] = None
+        self.mix: Optional[ScalarMix] = ScalarMix(mix_layers) if mix_layers > 1 else None
         # Training batches seen: drives the temperature schedule, saved
         # with the weights so that resumed training continues it.
         self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
@@ -84,6 +109,8 @@ class PeTraHead(nn.Module):
 
     def forward(self, inputs, golds=None):
         feats = [x for x, _ in inputs]
+        if self.mix is not None:
+            feats = [self.mix(x) for x in feats]
         nonempty = [i for i, x in enumerate(feats) if x.shape[0] > 0]
         if self.petra is None:
             if not nonempty:

@@ -31,6 +31,7 @@ from ..errors import ModelLoadError
 from ..models.encoder import build_embedded_transformer
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
+from ..scoring.calibration import CLASS_WEIGHT_SHIFT, calibrate, check_calibration
 
 def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
     """The config block of a registered architecture with its builder's
@@ -98,6 +99,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
         "model": DEFAULT_PETRA_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
         "gap_threshold": 0.5,
+        "gap_calibration": [1.0, CLASS_WEIGHT_SHIFT],
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
     default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
@@ -108,15 +110,25 @@ def make_memcoref_petra(
     model: Model,
     span_cluster_prefix: str,
     gap_threshold: float,
+    gap_calibration: List[float],
     scorer: Optional[Callable],
 ) -> "CorefComponent":
     """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
     doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
-    candidate is linked when its probability is >= gap_threshold (stored in
-    the component's cfg; `tune-gap-threshold` picks it on validation data)."""
+    candidate is linked when its calibrated probability,
+    sigmoid(scale * logit(p) + shift) with [scale, shift] = gap_calibration,
+    is >= gap_threshold. The default calibration [1, ln 10] undoes the 5 : 50
+    class weights of the loss; `tune-gap-threshold` fits both on validation
+    data (scoring.calibration)."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
-        nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer, gap_threshold=gap_threshold
+        nlp.vocab,
+        model,
+        name,
+        span_cluster_prefix=span_cluster_prefix,
+        scorer=scorer,
+        gap_threshold=gap_threshold,
+        gap_calibration=gap_calibration,
     )
 
 
@@ -149,6 +161,7 @@ class CorefComponent(TrainablePipe):
         span_cluster_prefix: str = CLUSTER_PREFIX,
         scorer: Optional[Callable] = None,
         gap_threshold: Optional[float] = None,
+        gap_calibration: Optional[List[float]] = None,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
@@ -165,6 +178,10 @@ class CorefComponent(TrainablePipe):
             # GAP decision threshold for link probabilities (PeTra); the
             # scorer receives it from cfg, tune-gap-threshold rewrites it.
             self.cfg["gap_threshold"] = float(gap_threshold)
+        if gap_calibration is not None:
+            # [scale, shift] on the logit of GAP link probabilities (PeTra);
+            # the scorer receives it from cfg, tune-gap-threshold refits it.
+            self.cfg["gap_calibration"] = list(check_calibration(gap_calibration))
         self._warned_unaligned = False
 
     @property
@@ -212,9 +229,18 @@ class CorefComponent(TrainablePipe):
             clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in prediction["clusters"]]
             write_clusters(doc, clusters, self.prefix)
             write_extras(doc, prediction)
-            if "gap_threshold" in self.cfg and isinstance(doc.user_data.get(GAP_PROBS_KEY), dict):
-                # the decision threshold travels with the probabilities (export gap reads it)
-                doc.user_data[GAP_PROBS_KEY]["threshold"] = float(self.cfg["gap_threshold"])
+            probs = doc.user_data.get(GAP_PROBS_KEY)
+            if isinstance(probs, dict):
+                if "gap_calibration" in self.cfg:
+                    calibration = self.cfg["gap_calibration"]
+                    for key in ("A", "B"):
+                        probs[f"{key}_raw"] = probs[key]
+                        probs[key] = calibrate(probs[key], calibration)
+                    # scalars, not a list: DocBin's msgpack gives lists back as tuples
+                    probs["calibration_scale"], probs["calibration_shift"] = map(float, calibration)
+                if "gap_threshold" in self.cfg:
+                    # the decision threshold travels with the probabilities (export gap reads it)
+                    probs["threshold"] = float(self.cfg["gap_threshold"])
 
     # ----- training -----------------------------------------------------------
 

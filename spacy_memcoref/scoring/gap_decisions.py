@@ -14,7 +14,9 @@ differently (for `export gap` it is the same Doc):
    raw text, as in `spacy train`): the paper's link probability (Eq. 9, max
    over token pairs) of the reference spans aligned to the predicted tokens
    (by characters, expanded to the covering tokens; 0 for a pronoun that
-   covers no token), p >= threshold;
+   covers no token), calibrated with the given [scale, shift]
+   (`scoring.calibration`; the component stores its own in
+   ``gap_probs``, so case 1 is calibrated already), p >= threshold;
 3. else the predicted clusters (s2e): a candidate is linked when it shares a
    character with a mention of a cluster (`doc_helpers.clusters`) that
    shares a character with the pronoun, the spans aligned as in 2 (on one
@@ -26,7 +28,7 @@ cfg["gap_threshold"], else its own), else the one stored in
 
 Only spaCy is imported at module level; torch only for case 2.
 """
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -42,6 +44,7 @@ from ..doc_helpers.gap_annotation import (
 )
 from ..doc_helpers.gold import align_span
 from ..doc_helpers.memory_log import get_memory_log
+from .calibration import calibrate
 
 DEFAULT_GAP_THRESHOLD = 0.5
 
@@ -114,18 +117,26 @@ def _cluster_decisions(predicted: Doc, spans: Dict[str, Span], prefix: str) -> T
     return a_linked, b_linked
 
 
-def gap_link_probabilities(predicted: Doc, reference: Optional[Doc] = None) -> Optional[Tuple[float, float]]:
+def gap_link_probabilities(
+    predicted: Doc, reference: Optional[Doc] = None, *, calibration: Optional[Sequence[float]] = None
+) -> Optional[Tuple[float, float]]:
     """(p_A, p_B) of a GAP Doc (cases 1 and 2 of the module docstring), None
     when the predicted Doc has neither stored probabilities nor a memory log.
 
     predicted (Doc): the annotated Doc.
     reference (Optional[Doc]): the gold Doc with doc.spans["gap"]; default
         the predicted Doc itself.
+    calibration (Optional[Sequence[float]]): [scale, shift] for probabilities
+        read from the memory log; None: raw.
     RETURNS (Optional[Tuple[float, float]]): the probabilities.
     """
     spans = gap_spans(predicted if reference is None else reference)
     probs = stored_gap_probabilities(predicted)
-    return probs if probs is not None else _log_probabilities(predicted, spans)
+    if probs is None:
+        probs = _log_probabilities(predicted, spans)
+        if probs is not None and calibration is not None:
+            probs = (calibrate(probs[0], calibration), calibrate(probs[1], calibration))
+    return probs
 
 
 def gap_decisions(
@@ -134,6 +145,7 @@ def gap_decisions(
     *,
     prefix: str = CLUSTER_PREFIX,
     threshold: Optional[float] = None,
+    calibration: Optional[Sequence[float]] = None,
 ) -> Tuple[bool, bool]:
     """(A linked, B linked): the rule of the module docstring.
 
@@ -143,18 +155,17 @@ def gap_decisions(
     prefix (str): the cluster prefix (case 3).
     threshold (Optional[float]): decision threshold for link probabilities;
         None: the stored one, else 0.5.
+    calibration (Optional[Sequence[float]]): [scale, shift] for probabilities
+        read from the memory log (case 2); None: raw.
     RETURNS (Tuple[bool, bool]): the decisions.
     RAISES ValueError: the reference has no well-formed GAP spans, or the
         predicted Doc's gap_probs has no "A" and "B".
     """
-    spans = gap_spans(predicted if reference is None else reference)
-    probs = stored_gap_probabilities(predicted)
-    if probs is None:
-        probs = _log_probabilities(predicted, spans)
+    probs = gap_link_probabilities(predicted, reference, calibration=calibration)
     if probs is not None:
         t = _stored_threshold(predicted, threshold)
         return probs[0] >= t, probs[1] >= t
-    return _cluster_decisions(predicted, spans, prefix)
+    return _cluster_decisions(predicted, gap_spans(predicted if reference is None else reference), prefix)
 
 
 def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Optional[float] = None) -> Tuple[bool, bool]:

@@ -10,13 +10,16 @@ probabilities (PeTra), else the memory log (PeTra), else the clusters (s2e).
 
 The threshold is the component's cfg["gap_threshold"] (spaCy passes a
 component's cfg to its scorer), else the scorer's `threshold` (0.5): a fixed
-0.5 in training, the tuned value once `tune-gap-threshold` stored one.
+0.5 in training, the tuned value once `tune-gap-threshold` stored one. The
+component's cfg["gap_calibration"] calibrates probabilities read from the
+memory log the same way the component calibrates the ones it stores, so
+checkpoint selection in `spacy train` scores calibrated probabilities.
 
 Only spaCy is imported at module level (torch only to read a memory log).
 """
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -34,12 +37,18 @@ GAP_KEYS = (
 
 
 def score_gap_examples(
-    examples: Iterable[Example], *, threshold: float = DEFAULT_GAP_THRESHOLD, span_cluster_prefix: str = CLUSTER_PREFIX
+    examples: Iterable[Example],
+    *,
+    threshold: float = DEFAULT_GAP_THRESHOLD,
+    span_cluster_prefix: str = CLUSTER_PREFIX,
+    calibration: Optional[Sequence[float]] = None,
 ) -> Dict[str, Optional[float]]:
     """GAP scores of the GAP Examples, coreference scores of the others.
 
     examples (Iterable[Example]): the Examples.
     threshold (float): decision threshold for link probabilities.
+    calibration (Optional[Sequence[float]]): [scale, shift] for link
+        probabilities read from a memory log (gap_decisions, case 2).
     span_cluster_prefix (str): the cluster prefix.
     RETURNS (Dict[str, Optional[float]]): gap_p, gap_r, gap_f and their
         _masc/_fem variants, gap_bias (None where undefined, and all None
@@ -59,7 +68,9 @@ def score_gap_examples(
         ex_id, gender, gold_a, gold_b = gap_gold(example.reference)
         key = ex_id if ex_id not in gold else f"{ex_id}#{i}"
         gold[key] = (gender, gold_a, gold_b)
-        system[key] = gap_decisions(example.predicted, example.reference, prefix=span_cluster_prefix, threshold=threshold)
+        system[key] = gap_decisions(
+            example.predicted, example.reference, prefix=span_cluster_prefix, threshold=threshold, calibration=calibration
+        )
     scores: Dict[str, Optional[float]] = {key: None for key in GAP_KEYS}
     if gold:
         for key, value in gap_scores(gold, system).items():
@@ -89,11 +100,12 @@ def make_gap_scorer(
         *,
         span_cluster_prefix: Optional[str] = None,
         gap_threshold: Optional[float] = None,
+        gap_calibration: Optional[Sequence[float]] = None,
         **kwargs: Any,
     ) -> Dict[str, Optional[float]]:
         prefix = default_prefix if span_cluster_prefix is None else span_cluster_prefix
         t = default_threshold if gap_threshold is None else float(gap_threshold)
-        return score_gap_examples(examples, threshold=t, span_cluster_prefix=prefix)
+        return score_gap_examples(examples, threshold=t, span_cluster_prefix=prefix, calibration=gap_calibration)
 
     return score_gap
 
@@ -132,11 +144,20 @@ def tune_gap_threshold(
     return tied[(len(tied) - 1) // 2], table
 
 
+def raw_gap_probabilities(doc: Doc) -> Optional[Tuple[float, float]]:
+    """(p_A, p_B) before calibration: gap_probs' "A_raw"/"B_raw" where the
+    component calibrated them, else "A"/"B"; None without gap_probs."""
+    probs = doc.user_data.get(GAP_PROBS_KEY)
+    if isinstance(probs, dict) and "A_raw" in probs and "B_raw" in probs:
+        return float(probs["A_raw"]), float(probs["B_raw"])
+    return stored_gap_probabilities(doc)
+
+
 def gap_gold_and_probabilities(
     docs: Iterable[Doc], *, source: Union[str, Path], component: str
 ) -> Tuple[Dict[str, Tuple[str, bool, bool]], Dict[str, Tuple[float, float]]]:
-    """The gold labels and link probabilities of GAP Docs annotated by a
-    PeTra component, for tune_gap_threshold.
+    """The gold labels and raw (uncalibrated) link probabilities of GAP Docs
+    annotated by a PeTra component, for tune_gap_threshold and fit_platt.
 
     docs (Iterable[Doc]): the annotated validation Docs.
     source (Union[str, Path]): the file they came from (named in errors).
@@ -154,7 +175,7 @@ def gap_gold_and_probabilities(
         ex_id, gender, gold_a, gold_b = gap_gold(doc)
         if ex_id in gold:
             raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
-        p = stored_gap_probabilities(doc)
+        p = raw_gap_probabilities(doc)
         if p is None:
             raise ValueError(f"component {component!r} wrote no link probabilities (doc.user_data['{GAP_PROBS_KEY}'])")
         gold[ex_id] = (gender, gold_a, gold_b)
