@@ -130,7 +130,12 @@ def gap_link_probabilities(
         read from the memory log; None: raw.
     RETURNS (Optional[Tuple[float, float]]): the probabilities.
     """
-    spans = gap_spans(predicted if reference is None else reference)
+    return _probabilities(predicted, gap_spans(predicted if reference is None else reference), calibration)
+
+
+def _probabilities(
+    predicted: Doc, spans: Dict[str, Span], calibration: Optional[Sequence[float]]
+) -> Optional[Tuple[float, float]]:
     probs = stored_gap_probabilities(predicted)
     if probs is None:
         probs = _log_probabilities(predicted, spans)
@@ -161,11 +166,12 @@ def gap_decisions(
     RAISES ValueError: the reference has no well-formed GAP spans, or the
         predicted Doc's gap_probs has no "A" and "B".
     """
-    probs = gap_link_probabilities(predicted, reference, calibration=calibration)
+    spans = gap_spans(predicted if reference is None else reference)
+    probs = _probabilities(predicted, spans, calibration)
     if probs is not None:
         t = _stored_threshold(predicted, threshold)
         return probs[0] >= t, probs[1] >= t
-    return _cluster_decisions(predicted, gap_spans(predicted if reference is None else reference), prefix)
+    return _cluster_decisions(predicted, spans, prefix)
 
 
 def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Optional[float] = None) -> Tuple[bool, bool]:
