@@ -3,7 +3,7 @@
 import importlib.util
 import math
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -44,6 +44,8 @@ def build_embedded_transformer(
     segment_tokens: int = 4800,
     trainable_layers: Optional[int] = None,
     frozen_cache_mb: int = 2048,
+    bfloat16: bool = False,
+    transformer_config: Dict[str, Any] = {},
 ) -> Model[List[Doc], List[Floats2d]]:
     """A transformer tok2vec owned by the component (not a listener): word
     pieces mean-pooled to spaCy tokens, strided windows so long documents are
@@ -63,6 +65,14 @@ def build_embedded_transformer(
     frozen_cache_mb (int): with trainable_layers, keep the frozen layers'
         output a window while training, up to this many megabytes, so later
         epochs run the top layers only (0: recompute every step).
+    bfloat16 (bool): run the transformer's matrix products in bfloat16
+        (torch.autocast on its device), in training and at inference; the
+        weights, gradients and optimizer stay float32. About twice as fast on
+        CPUs with native bfloat16 (AVX512-BF16, AMX) and on recent GPUs; on
+        older CPUs it is slower, not wrong.
+    transformer_config (Dict[str, Any]): settings for the Hugging Face config
+        of a transformer loaded by name (e.g. `attention_probs_dropout_prob`:
+        0 lets CPU attention use its fused kernel while training).
     RETURNS (Model[List[Doc], List[Floats2d]]): one row a token.
     """
     from spacy_transformers.architectures import transformer_tok2vec_v3
@@ -79,6 +89,8 @@ def build_embedded_transformer(
         name=name or embedded_encoder_path(),
         get_spans=configure_strided_spans(window, stride),
         tokenizer_config={"use_fast": True},
+        # a copy: spacy-transformers writes into the dict it is given
+        transformer_config=dict(transformer_config),
         pooling=reduce_mean(),
     )
     # load the transformer's weights as tensors only, checksum checked
@@ -91,6 +103,12 @@ def build_embedded_transformer(
         from .partial_freeze import partially_frozen
 
         model = partially_frozen(model, trainable_layers=trainable_layers, cache_mb=frozen_cache_mb)
+    if not isinstance(bfloat16, bool):
+        raise ValueError(f"bfloat16 must be true or false, got {bfloat16!r}")
+    if bfloat16:
+        from .bf16_autocast import bf16_autocast
+
+        model = bf16_autocast(model)
     if segment_tokens:
         model.attrs[SEGMENT_ATTR] = (window, stride, max(1, round(segment_tokens / stride)) * stride)
     return model

@@ -1,0 +1,93 @@
+"""Run a spacy-transformers encoder's matrix products in bfloat16.
+
+The Hugging Face model's forward runs under `torch.autocast` on the device
+its weights are on (CPU or CUDA), so matrix products and attention take
+bfloat16 inputs while the weights, their gradients and the optimizer stay
+float32; backward runs in the dtypes autocast chose for each op. On a CPU
+with native bfloat16 instructions (AVX512-BF16 or AMX) a MiniLM training
+step costs about half as much. The outputs are cast back to float32, since
+spacy-transformers hands them to numpy, which has no bfloat16.
+
+spacy-transformers' own `mixed_precision` autocasts on CUDA only (float16 with
+a gradient scaler), so it cannot serve a CPU. Nothing about the saved
+pipeline changes; the autocast is installed again on the first call after
+loading. torch is imported by the functions that need it, never at import.
+"""
+from typing import Any, List
+
+from spacy.tokens import Doc
+from thinc.api import Model
+from thinc.types import Floats2d
+
+from .transformer_node import find_transformer
+
+AUTOCAST_MARK = "_memcoref_bf16_autocast"
+
+
+def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc], List[Floats2d]]:
+    """Wrap a spacy-transformers tok2vec so that its transformer runs under
+    bfloat16 autocast, in training and at inference.
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): holds a TransformerModel.
+    RETURNS (Model[List[Doc], List[Floats2d]]): the same tok2vec, wrapped.
+    """
+    if find_transformer(tok2vec) is None:
+        raise ValueError(f"bfloat16 needs a spacy-transformers encoder, found {tok2vec.name!r}")
+    return Model(
+        "bf16_autocast_transformer",
+        _forward,
+        init=_init,
+        layers=[tok2vec],
+        attrs=dict(tok2vec.attrs),
+    )
+
+
+def _init(model: Model, X=None, Y=None) -> None:
+    model.layers[0].initialize(X=X, Y=Y)
+    _install(model)
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool):
+    # a pipeline loaded from disk gets a new transformer: install on first use
+    _install(model)
+    return model.layers[0](docs, is_train)
+
+
+def _install(model: Model) -> None:
+    trf = find_transformer(model.layers[0])
+    if trf is not None and trf.transformer is not None:
+        install(trf.transformer)
+
+
+def install(hf_model) -> None:
+    """Make `hf_model.forward` run under bfloat16 autocast on the model's
+    device and return float32 tensors. Idempotent."""
+    if getattr(hf_model, AUTOCAST_MARK, False):
+        return
+    forward = hf_model.forward
+
+    def autocast_forward(*args, **kwargs):
+        import torch
+
+        device_type = next(hf_model.parameters()).device.type
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+            output = forward(*args, **kwargs)
+        return _to_float32(output)
+
+    hf_model.forward = autocast_forward
+    setattr(hf_model, AUTOCAST_MARK, True)
+
+
+def _to_float32(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.dtype == torch.bfloat16 else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_float32(v) for v in value)
+    if isinstance(value, dict):
+        # Hugging Face ModelOutput is an OrderedDict whose items mirror its attributes
+        for key in list(value.keys()):
+            value[key] = _to_float32(value[key])
+        return value
+    return value

@@ -1,0 +1,116 @@
+"""EmbeddedTransformer.v1 bfloat16 (the transformer under bfloat16 autocast)
+and transformer_config (settings for the Hugging Face config)."""
+import numpy
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc
+from thinc.api import Adam, fix_random_seed
+
+from spacy_memcoref.models.bf16_autocast import _to_float32, install
+from spacy_memcoref.models.encoder import build_embedded_transformer
+from spacy_memcoref.models.transformer_node import find_transformer
+
+from test_s2e import make_examples, s2e_config
+
+TEXTS = [
+    "Mary met John in Paris . She told him that the museum was closed on Mondays .",
+    "The company said its profits rose . It was happy , and its chief said so too .",
+    "Short one .",
+]
+
+
+def _docs(nlp):
+    return [Doc(nlp.vocab, words=text.split()) for text in TEXTS]
+
+
+def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
+    nlp = spacy.blank("en")
+    docs = _docs(nlp)
+    fp32 = build_embedded_transformer()
+    bf16 = build_embedded_transformer(bfloat16=True)
+    fp32.initialize(X=docs)
+    bf16.initialize(X=docs)
+    for a, b in zip(fp32.predict(docs), bf16.predict(docs)):
+        assert b.dtype == numpy.float32 and a.shape == b.shape
+        assert not numpy.array_equal(a, b)  # it really ran in bfloat16
+        # bfloat16 keeps 8 bits of mantissa: a relative error of a few 1e-3 a product
+        cosine = (a * b).sum(1) / (numpy.linalg.norm(a, axis=1) * numpy.linalg.norm(b, axis=1))
+        assert cosine.min() > 0.99, cosine.min()
+
+
+def test_bf16_backward_reaches_every_transformer_weight_in_float32():
+    nlp = spacy.blank("en")
+    docs = _docs(nlp)
+    bf16 = build_embedded_transformer(bfloat16=True)
+    bf16.initialize(X=docs)
+    vectors, backprop = bf16(docs, is_train=True)
+    assert all(v.dtype == numpy.float32 for v in vectors)
+    backprop([numpy.ones_like(v) for v in vectors])
+    hf = find_transformer(bf16).transformer
+    params = [p for name, p in hf.named_parameters() if not name.startswith("pooler.")]
+    assert all(p.dtype == torch.float32 for p in params)
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in params)
+    assert all(bool(torch.isfinite(p.grad).all()) for p in params)
+
+
+def test_bf16_pipeline_learns_and_round_trips(tmp_path):
+    """The tiny overfit set: the loss falls under bfloat16, and a saved
+    pipeline predicts the same clusters after loading (autocast reinstalled)."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    config = s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": True})
+    nlp.add_pipe("memcoref", config=config)
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.001)
+    losses = [nlp.update(examples, sgd=optimizer)["memcoref"] for _ in range(12)]
+    assert losses[-1] < 0.5 * losses[0], losses
+    texts = [eg.reference.text for eg in examples]
+    predicted = [[[s.text for s in g] for g in d.spans.values()] for d in nlp.pipe(texts)]
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    again = [[[s.text for s in g] for g in d.spans.values()] for d in loaded.pipe(texts)]
+    assert again == predicted
+    hf_loaded = find_transformer(loaded.get_pipe("memcoref").model).transformer
+    assert getattr(hf_loaded, "_memcoref_bf16_autocast", False)
+
+
+def test_install_is_idempotent_and_casts_every_output():
+    calls = []
+
+    class Toy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            calls.append(torch.is_autocast_enabled("cpu"))
+            y = self.linear(x)
+            return {"last": y, "all": (y, y * 2), "n": 3}
+
+    toy = Toy()
+    install(toy)
+    install(toy)  # no second wrapper
+    out = toy(torch.ones(2, 4))
+    assert calls == [True]
+    assert out["last"].dtype == torch.float32 and all(t.dtype == torch.float32 for t in out["all"])
+    assert out["n"] == 3
+    assert _to_float32([torch.ones(1, dtype=torch.bfloat16)])[0].dtype == torch.float32
+
+
+def test_transformer_config_reaches_the_hugging_face_config():
+    nlp = spacy.blank("en")
+    model = build_embedded_transformer(transformer_config={"attention_probs_dropout_prob": 0.0})
+    model.initialize(X=_docs(nlp))
+    config = find_transformer(model).transformer.config
+    assert config.attention_probs_dropout_prob == 0.0
+    default = build_embedded_transformer()
+    default.initialize(X=_docs(nlp))
+    assert find_transformer(default).transformer.config.attention_probs_dropout_prob == 0.1
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_bad_bfloat16(value):
+    with pytest.raises(ValueError, match="bfloat16"):
+        build_embedded_transformer(bfloat16=value)
