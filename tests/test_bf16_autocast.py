@@ -114,3 +114,18 @@ def test_transformer_config_reaches_the_hugging_face_config():
 def test_bad_bfloat16(value):
     with pytest.raises(ValueError, match="bfloat16"):
         build_embedded_transformer(bfloat16=value)
+
+
+def test_eager_attention_by_config_gives_the_same_vectors():
+    """configs/s2e.cfg picks eager attention (faster than SDPA's unfused
+    path when attention dropout is on, on CPU): the same function."""
+    nlp = spacy.blank("en")
+    docs = _docs(nlp)
+    sdpa = build_embedded_transformer()
+    eager = build_embedded_transformer(transformer_config={"attn_implementation": "eager"})
+    sdpa.initialize(X=docs)
+    eager.initialize(X=docs)
+    assert find_transformer(eager).transformer.config._attn_implementation == "eager"
+    assert find_transformer(sdpa).transformer.config._attn_implementation == "sdpa"
+    for a, b in zip(sdpa.predict(docs), eager.predict(docs)):
+        numpy.testing.assert_allclose(a, b, atol=1e-5)
