@@ -4,25 +4,14 @@ import numpy
 import pytest
 import spacy
 import torch
-from spacy.tokens import Doc
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.models.bf16_autocast import _to_float32, install
 from spacy_memcoref.models.encoder import build_embedded_transformer
 from spacy_memcoref.models.transformer_node import find_transformer
 
+from test_partial_freeze import _docs
 from test_s2e import make_examples, s2e_config
-
-TEXTS = [
-    "Mary met John in Paris . She told him that the museum was closed on Mondays .",
-    "The company said its profits rose . It was happy , and its chief said so too .",
-    "Short one .",
-]
-
-
-def _docs(nlp):
-    return [Doc(nlp.vocab, words=text.split()) for text in TEXTS]
-
 
 def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
     nlp = spacy.blank("en")

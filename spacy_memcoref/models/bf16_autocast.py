@@ -19,7 +19,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .transformer_node import find_transformer
+from .transformer_node import find_transformer, patching_transformer
 
 AUTOCAST_MARK = "_memcoref_bf16_autocast"
 
@@ -33,30 +33,7 @@ def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc],
     """
     if find_transformer(tok2vec) is None:
         raise ValueError(f"bfloat16 needs a spacy-transformers encoder, found {tok2vec.name!r}")
-    return Model(
-        "bf16_autocast_transformer",
-        _forward,
-        init=_init,
-        layers=[tok2vec],
-        attrs=dict(tok2vec.attrs),
-    )
-
-
-def _init(model: Model, X=None, Y=None) -> None:
-    model.layers[0].initialize(X=X, Y=Y)
-    _install(model)
-
-
-def _forward(model: Model, docs: List[Doc], is_train: bool):
-    # a pipeline loaded from disk gets a new transformer: install on first use
-    _install(model)
-    return model.layers[0](docs, is_train)
-
-
-def _install(model: Model) -> None:
-    trf = find_transformer(model.layers[0])
-    if trf is not None and trf.transformer is not None:
-        install(trf.transformer)
+    return patching_transformer("bf16_autocast_transformer", tok2vec, lambda hf_model, attrs: install(hf_model), dict(tok2vec.attrs))
 
 
 def install(hf_model) -> None:

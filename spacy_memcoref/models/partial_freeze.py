@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .transformer_node import find_transformer
+from .transformer_node import find_transformer, patching_transformer
 
 FROZEN_MARK = "_memcoref_trainable_layers"
 
@@ -34,30 +34,12 @@ def partially_frozen(
     """
     if find_transformer(tok2vec) is None:
         raise ValueError(f"trainable_layers needs a spacy-transformers encoder, found {tok2vec.name!r}")
-    return Model(
+    return patching_transformer(
         "partially_frozen_transformer",
-        _forward,
-        init=_init,
-        layers=[tok2vec],
-        attrs={**tok2vec.attrs, "trainable_layers": trainable_layers, "cache_mb": cache_mb},
+        tok2vec,
+        lambda hf_model, attrs: install(hf_model, attrs["trainable_layers"], attrs["cache_mb"]),
+        {**tok2vec.attrs, "trainable_layers": trainable_layers, "cache_mb": cache_mb},
     )
-
-
-def _init(model: Model, X=None, Y=None) -> None:
-    model.layers[0].initialize(X=X, Y=Y)
-    _install(model)
-
-
-def _forward(model: Model, docs: List[Doc], is_train: bool):
-    # a pipeline loaded from disk gets a new transformer: freeze it on first use
-    _install(model)
-    return model.layers[0](docs, is_train)
-
-
-def _install(model: Model) -> None:
-    trf = find_transformer(model.layers[0])
-    if trf is not None and trf.transformer is not None:
-        install(trf.transformer, model.attrs["trainable_layers"], model.attrs["cache_mb"])
 
 
 class BottomCache:

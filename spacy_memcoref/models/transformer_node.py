@@ -1,7 +1,8 @@
 """Finding the spacy-transformers TransformerModel inside a tok2vec, without
 importing spacy_transformers (the frozen and partly frozen encoders and the
-builders' option checks all ask)."""
-from typing import Optional
+builders' option checks all ask), and changing its Hugging Face model in
+place in a way that survives loading."""
+from typing import Any, Callable, Dict, Optional
 
 from thinc.api import Model
 
@@ -13,3 +14,30 @@ def find_transformer(tok2vec: Model) -> Optional[Model]:
         if node.name == "transformer" and "get_spans" in node.attrs and "set_transformer" in node.attrs:
             return node
     return None
+
+
+def patching_transformer(
+    name: str, tok2vec: Model, patch: Callable[[Any, Dict[str, Any]], None], attrs: Dict[str, Any]
+) -> Model:
+    """A node around `tok2vec` that calls `patch(hf_model, attrs)` on its
+    transformer's Hugging Face model after initialization and before every
+    forward pass: a pipeline loaded from disk gets a new Hugging Face model,
+    so `patch` must be idempotent. The saved pipeline is unchanged.
+
+    RETURNS (Model): the wrapped tok2vec, same input and output.
+    """
+
+    def apply(model: Model) -> None:
+        trf = find_transformer(model.layers[0])
+        if trf is not None and trf.transformer is not None:
+            patch(trf.transformer, model.attrs)
+
+    def init(model: Model, X=None, Y=None) -> None:
+        model.layers[0].initialize(X=X, Y=Y)
+        apply(model)
+
+    def forward(model: Model, docs, is_train: bool):
+        apply(model)
+        return model.layers[0](docs, is_train)
+
+    return Model(name, forward, init=init, layers=[tok2vec], attrs=attrs)
