@@ -89,9 +89,11 @@ def build_pipeline(
     max_antecedents: Optional[int] = None,
     chunk_size: Optional[int] = None,
     hidden_size: Optional[int] = None,
+    bfloat16: bool = False,
 ):
     """spacy.blank("en") + memcoref (s2e over the embedded MiniLM), initialized;
-    the arguments override the component's model config when given."""
+    the arguments override the component's model config when given
+    (bfloat16: the encoder under bfloat16 autocast, as configs/s2e.cfg)."""
     import spacy
 
     model: Dict[str, Any] = {}
@@ -101,6 +103,8 @@ def build_pipeline(
         model["max_antecedents"] = max_antecedents
     if chunk_size is not None:
         model["chunk_size"] = chunk_size
+    if bfloat16:
+        model["tok2vec"] = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": True}
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config={"model": model} if model else {})
     nlp.initialize()

@@ -94,7 +94,7 @@ def child(args) -> None:
     warm, _ = C.long_doc(nlp.vocab, 300, data)
     nlp(warm)
     comp = nlp.get_pipe("memcoref")
-    tok2vec, head_layer = comp.model.layers
+    tok2vec, head_layer = comp.model.layers[:2]
     result = {
         "tokens": len(doc),
         "source": source,
