@@ -13,6 +13,7 @@ from spacy_memcoref.models.transformer_node import find_transformer
 from test_partial_freeze import _docs
 from test_s2e import make_examples, s2e_config
 
+
 def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
     nlp = spacy.blank("en")
     docs = _docs(nlp)

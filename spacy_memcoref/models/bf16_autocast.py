@@ -19,7 +19,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .transformer_node import find_transformer, patching_transformer
+from .transformer_node import patching_transformer
 
 AUTOCAST_MARK = "_memcoref_bf16_autocast"
 
@@ -31,9 +31,9 @@ def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc],
     tok2vec (Model[List[Doc], List[Floats2d]]): holds a TransformerModel.
     RETURNS (Model[List[Doc], List[Floats2d]]): the same tok2vec, wrapped.
     """
-    if find_transformer(tok2vec) is None:
-        raise ValueError(f"bfloat16 needs a spacy-transformers encoder, found {tok2vec.name!r}")
-    return patching_transformer("bf16_autocast_transformer", tok2vec, lambda hf_model, attrs: install(hf_model), dict(tok2vec.attrs))
+    return patching_transformer(
+        "bf16_autocast_transformer", tok2vec, lambda hf_model, attrs: install(hf_model), dict(tok2vec.attrs), option="bfloat16"
+    )
 
 
 def install(hf_model) -> None:

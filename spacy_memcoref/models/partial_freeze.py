@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .transformer_node import find_transformer, patching_transformer
+from .transformer_node import patching_transformer
 
 FROZEN_MARK = "_memcoref_trainable_layers"
 
@@ -32,13 +32,12 @@ def partially_frozen(
     cache_mb (int): most megabytes of cached bottom-layer outputs (0: no cache).
     RETURNS (Model[List[Doc], List[Floats2d]]): the same tok2vec, wrapped.
     """
-    if find_transformer(tok2vec) is None:
-        raise ValueError(f"trainable_layers needs a spacy-transformers encoder, found {tok2vec.name!r}")
     return patching_transformer(
         "partially_frozen_transformer",
         tok2vec,
         lambda hf_model, attrs: install(hf_model, attrs["trainable_layers"], attrs["cache_mb"]),
         {**tok2vec.attrs, "trainable_layers": trainable_layers, "cache_mb": cache_mb},
+        option="trainable_layers",
     )
 
 

@@ -17,15 +17,19 @@ def find_transformer(tok2vec: Model) -> Optional[Model]:
 
 
 def patching_transformer(
-    name: str, tok2vec: Model, patch: Callable[[Any, Dict[str, Any]], None], attrs: Dict[str, Any]
+    name: str, tok2vec: Model, patch: Callable[[Any, Dict[str, Any]], None], attrs: Dict[str, Any], *, option: str
 ) -> Model:
     """A node around `tok2vec` that calls `patch(hf_model, attrs)` on its
     transformer's Hugging Face model after initialization and before every
     forward pass: a pipeline loaded from disk gets a new Hugging Face model,
     so `patch` must be idempotent. The saved pipeline is unchanged.
 
+    option (str): the config option asking for the patch, named in the error
+        when `tok2vec` holds no spacy-transformers encoder.
     RETURNS (Model): the wrapped tok2vec, same input and output.
     """
+    if find_transformer(tok2vec) is None:
+        raise ValueError(f"{option} needs a spacy-transformers encoder, found {tok2vec.name!r}")
 
     def apply(model: Model) -> None:
         trf = find_transformer(model.layers[0])
