@@ -1,0 +1,85 @@
+"""The gender-swap augmenter: hand-checked swaps, spans and labels kept,
+the augmenter through spaCy's own config and Corpus, bad levels."""
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.training import Example
+from spacy.util import registry
+
+from spacy_memcoref.corpora.gap import read_gap
+from spacy_memcoref.corpora.gender_swap import gender_swapped_doc, swap_gender_words
+from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
+
+SAMPLE = Path(__file__).parent / "data" / "gap_sample.tsv"
+
+
+@pytest.mark.parametrize(
+    "words,expected",
+    [
+        ("He told her that his dog was hers .", "She told him that her dog was his ."),
+        ("She met her brother with her .", "He met his brother with him ."),
+        ("HER own book , and his .", "HIS own book , and hers ."),
+        ("He hurt himself ; she hurt herself", "She hurt herself ; he hurt himself"),
+        ("Hershey and Shelby stay", "Hershey and Shelby stay"),
+        ("the book is his", "the book is hers"),
+    ],
+)
+def test_swap_words_by_hand(words, expected):
+    assert " ".join(swap_gender_words(words.split())) == expected
+
+
+def test_swapped_gap_docs_keep_spans_labels_and_gold():
+    nlp = spacy.blank("en")
+    docs = list(read_gap(SAMPLE, nlp))
+    assert docs
+    swapped_pronouns = 0
+    for doc in docs:
+        new = gender_swapped_doc(doc)
+        assert len(new) == len(doc)
+        assert [t.whitespace_ for t in new] == [t.whitespace_ for t in doc]
+        assert set(new.spans) == set(doc.spans)
+        for key in doc.spans:
+            assert [(s.start, s.end, s.label_) for s in new.spans[key]] == [(s.start, s.end, s.label_) for s in doc.spans[key]]
+        assert new.user_data == doc.user_data
+        new.user_data["gap"]["id"] = "changed"
+        assert doc.user_data["gap"]["id"] != "changed", "user_data must be a copy"
+        pronoun = [s for s in doc.spans["gap"] if s.label_ == "PRONOUN"][0]
+        new_pronoun = [s for s in new.spans["gap"] if s.label_ == "PRONOUN"][0]
+        assert new_pronoun.text.lower() != pronoun.text.lower()
+        swapped_pronouns += 1
+        # the PeTra gold (spans and link labels) does not change
+        assert petra_sparse_target(Example(new, new), "coref_clusters") == petra_sparse_target(Example(doc, doc), "coref_clusters")
+    assert swapped_pronouns == len(docs)
+
+
+def test_augmenter_from_config_through_corpus(tmp_path):
+    nlp = spacy.blank("en")
+    docs = list(read_gap(SAMPLE, nlp))
+    path = tmp_path / "gap.spacy"
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    cfg = {
+        "corpus": {
+            "@readers": "spacy.Corpus.v1",
+            "path": str(path),
+            "gold_preproc": False,
+            "augmenter": {"@augmenters": "spacy_memcoref.gender_swap.v1", "level": 1.0},
+        }
+    }
+    corpus = registry.resolve(cfg)["corpus"]
+    examples = list(corpus(nlp))
+    assert len(examples) == len(docs)
+    for example, doc in zip(examples, docs):
+        assert example.reference.text != doc.text
+        assert example.reference.text == gender_swapped_doc(doc).text
+        assert example.predicted.text == example.reference.text
+    keep = registry.augmenters.get("spacy_memcoref.gender_swap.v1")(level=0.0)
+    example = Example(nlp.make_doc(docs[0].text), docs[0])
+    assert list(keep(nlp, example)) == [example]
+
+
+@pytest.mark.parametrize("level", [-0.1, 1.5, "half", True])
+def test_bad_level_is_refused(level):
+    with pytest.raises(ValueError, match="level must be a number in"):
+        registry.augmenters.get("spacy_memcoref.gender_swap.v1")(level=level)
