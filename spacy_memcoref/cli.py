@@ -86,13 +86,19 @@ def convert_gap(
     input_path: Path = typer.Argument(..., help="A GAP TSV (with its header row)."),
     output_path: Path = typer.Argument(..., help="The DocBin (.spacy) to write."),
     lang: str = typer.Option("en", "--lang", help="Language whose tokenizer splits the texts."),
+    gender_swap: bool = typer.Option(
+        False,
+        "--gender-swap",
+        help="Swap the third-person pronouns of every text (he <-> she, his <-> her, ...), keeping IDs, spans "
+        "and labels: score predictions on it against the ORIGINAL TSV to see the model's own gender gap on the same texts.",
+    ),
 ) -> None:
     """Convert a GAP TSV to a DocBin: A/B/PRONOUN spans in doc.spans["gap"], labels
     in doc.user_data["gap"], positive links as doc.spans["coref_clusters_1"]."""
     from .corpora.gap import gap_to_docbin
 
     try:
-        stats = gap_to_docbin(input_path, output_path, lang=lang)
+        stats = gap_to_docbin(input_path, output_path, lang=lang, gender_swap=gender_swap)
     except (DataFormatError, OSError) as err:
         raise _fail(err)
     typer.echo(f"wrote {output_path}: {stats}")

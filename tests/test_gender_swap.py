@@ -83,3 +83,21 @@ def test_augmenter_from_config_through_corpus(tmp_path):
 def test_bad_level_is_refused(level):
     with pytest.raises(ValueError, match="level must be a number in"):
         registry.augmenters.get("spacy_memcoref.gender_swap.v1")(level=level)
+
+
+def test_convert_gap_gender_swap_keeps_ids_and_labels(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_memcoref.cli import app
+
+    nlp = spacy.blank("en")
+    runner = CliRunner()
+    plain, swapped = tmp_path / "plain.spacy", tmp_path / "swapped.spacy"
+    for args in ([str(SAMPLE), str(plain)], [str(SAMPLE), str(swapped), "--gender-swap"]):
+        result = runner.invoke(app, ["convert", "gap", *args])
+        assert result.exit_code == 0, result.output
+    docs = list(DocBin().from_disk(plain).get_docs(nlp.vocab))
+    new = list(DocBin().from_disk(swapped).get_docs(nlp.vocab))
+    assert [d.user_data["gap"] for d in new] == [d.user_data["gap"] for d in docs]
+    assert [d.text for d in new] == [gender_swapped_doc(d).text for d in docs]
+    assert all(a.text != b.text for a, b in zip(new, docs))

@@ -37,6 +37,7 @@ from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from ..doc_helpers.clusters import write_clusters
 from ..doc_helpers.gap_annotation import GAP_SPANS_KEY, GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN
 from ..errors import DataFormatError, quote
+from .gender_swap import gender_swapped_doc
 from ..util import atomic_output, iter_lines, refuse_overwriting_input
 
 GAP_COLUMNS: Tuple[str, ...] = (
@@ -293,13 +294,20 @@ def read_gap(
         yield doc
 
 
-def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *, lang: str = "en") -> Dict[str, int]:
+def gap_to_docbin(
+    input_path: Union[str, Path], output_path: Union[str, Path], *, lang: str = "en", gender_swap: bool = False
+) -> Dict[str, int]:
     """Convert a GAP TSV to a DocBin (store_user_data=True). Nothing is written
     unless the whole file converts.
 
     input_path (Union[str, Path]): the GAP TSV.
     output_path (Union[str, Path]): the .spacy file to write.
     lang (str): language whose blank tokenizer splits the texts.
+    gender_swap (bool): write every text with its third-person pronouns
+        swapped (corpora.gender_swap; same IDs, spans and labels), to score a
+        model on the same texts with the other gender against the original
+        gold file: the per-gender F1 then measures the model's own gender gap,
+        apart from how hard each gender's texts are.
     RETURNS (Dict[str, int]): rows, docs, expansions, expanded_rows, tokens,
         links (positive A/B labels).
     """
@@ -308,6 +316,8 @@ def gap_to_docbin(input_path: Union[str, Path], output_path: Union[str, Path], *
     docbin = DocBin(store_user_data=True)
     n_docs = n_tokens = n_links = 0
     for doc in read_gap(input_path, lang=lang, stats=stats):
+        if gender_swap:
+            doc = gender_swapped_doc(doc)
         docbin.add(doc)
         n_docs += 1
         n_tokens += len(doc)
