@@ -111,10 +111,11 @@ def build_pipeline(
     return nlp
 
 
-def build_encoder():
+def build_encoder(bfloat16: bool = False):
     """The component's tok2vec (the embedded MiniLM), initialized, and the vocab.
-    Built through the pipeline so that it is exactly the encoder s2e uses."""
-    nlp = build_pipeline()
+    Built through the pipeline so that it is exactly the encoder s2e uses
+    (bfloat16: under bfloat16 autocast, as configs/s2e.cfg and petra_gap.cfg)."""
+    nlp = build_pipeline(bfloat16=bfloat16)
     return nlp, nlp.get_pipe("memcoref").model.layers[0]
 
 

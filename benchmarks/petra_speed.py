@@ -90,6 +90,11 @@ def parse_args(argv=None):
         help="torch threads in the memory-table processes (memory does not depend on it; 1 keeps "
         "the controller loop fast on a busy machine); 0 = --threads",
     )
+    p.add_argument(
+        "--bfloat16",
+        action="store_true",
+        help="the encoder in bfloat16 (tok2vec.bfloat16, as configs/petra_gap.cfg); PeTra stays float32",
+    )
     p.add_argument("--data", default=None, help=f"LitBank folder; None = {C.LITBANK}")
     p.add_argument("--timeout", type=float, default=600, help="seconds allowed to one child process")
     # internal: the child process
@@ -417,7 +422,8 @@ def main(argv=None):
     print("# PeTra speed and memory: the pure torch module on MiniLM features (eval, no_grad)\n")
     print(C.machine_line(threads))
     print(f"PeTra(input_size=384, hidden_size={args.hidden_size}, num_cells={args.num_cells}, mlp_size={args.mlp_size})")
-    nlp, tok2vec = C.build_encoder()
+    nlp, tok2vec = C.build_encoder(bfloat16=args.bfloat16)
+    print(f"encoder: embedded MiniLM in {'bfloat16 autocast' if args.bfloat16 else 'float32'}")
     if not args.skip_speed:
         if data is None:
             print(f"\nspeed table SKIPPED: LitBank not found at {args.data or C.LITBANK} (set MEMCOREF_SHARED or --data).")
