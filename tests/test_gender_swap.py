@@ -101,3 +101,23 @@ def test_convert_gap_gender_swap_keeps_ids_and_labels(tmp_path):
     assert [d.user_data["gap"] for d in new] == [d.user_data["gap"] for d in docs]
     assert [d.text for d in new] == [gender_swapped_doc(d).text for d in docs]
     assert all(a.text != b.text for a, b in zip(new, docs))
+
+
+def test_petra_config_swaps_about_half_of_the_training_texts(tmp_path):
+    import random
+
+    from spacy.util import load_config
+
+    repo = Path(__file__).resolve().parent.parent
+    config = load_config(repo / "configs" / "petra_gap.cfg", overrides={"paths.train": "x", "paths.dev": "x"}, interpolate=True)
+    assert config["corpora"]["train"]["augmenter"] == {"@augmenters": "spacy_memcoref.gender_swap.v1", "level": 0.5}
+    assert "augmenter" not in config["corpora"]["dev"] or config["corpora"]["dev"]["augmenter"] is None
+    nlp = spacy.blank("en")
+    docs = list(read_gap(SAMPLE, nlp))
+    path = tmp_path / "gap.spacy"
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    config["corpora"]["train"]["path"] = str(path)
+    corpus = registry.resolve({"train": config["corpora"]["train"]})["train"]
+    random.seed(0)
+    swapped = [ex.reference.text != doc.text for ex, doc in zip(corpus(nlp), docs)]
+    assert len(swapped) == len(docs) and 0 < sum(swapped) < len(docs)
