@@ -121,3 +121,22 @@ def test_petra_config_swaps_about_half_of_the_training_texts(tmp_path):
     random.seed(0)
     swapped = [ex.reference.text != doc.text for ex, doc in zip(corpus(nlp), docs)]
     assert len(swapped) == len(docs) and 0 < sum(swapped) < len(docs)
+
+
+def test_predicted_tokens_follow_the_reference_decisions():
+    """The predicted Doc is tokenized differently from the reference, so on
+    its own it would decide "her" the other way ("to" is a function word):
+    it takes the reference's word, and the texts still align."""
+    from spacy.tokens import Doc
+
+    from spacy_memcoref.corpora.gender_swap import gender_swapped_example
+
+    nlp = spacy.blank("en")
+    reference = Doc(nlp.vocab, words=["She", "met", "her", "tomorrow", "."], spaces=[True, True, True, False, False])
+    predicted = Doc(nlp.vocab, words=["She", "met", "her", "to", "morrow", "."], spaces=[True, True, True, False, False, False])
+    assert swap_gender_words([t.text for t in predicted])[2] == "him"
+    swapped = gender_swapped_example(Example(predicted, reference))
+    assert swapped.reference.text == "He met his tomorrow."
+    assert swapped.predicted.text == swapped.reference.text
+    assert len(swapped.predicted) == 6
+    assert swapped.alignment.x2y.lengths.tolist() == [1, 1, 1, 1, 1, 1]

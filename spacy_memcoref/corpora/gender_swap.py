@@ -90,15 +90,18 @@ def swap_gender_words(words: List[str]) -> List[str]:
     return out
 
 
-def gender_swapped_doc(doc: Doc) -> Doc:
+def gender_swapped_doc(doc: Doc, words: Optional[List[str]] = None) -> Doc:
     """A copy of a Doc with its pronouns swapped: the same tokens otherwise,
     the same whitespace, sentence starts, span groups (with labels and KB
     ids) and a deep copy of user_data.
 
     doc (Doc): the Doc.
+    words (Optional[List[str]]): the new token texts (default:
+        swap_gender_words of the Doc's).
     RETURNS (Doc): the swapped copy.
     """
-    words = swap_gender_words([token.text for token in doc])
+    if words is None:
+        words = swap_gender_words([token.text for token in doc])
     spaces = [bool(token.whitespace_) for token in doc]
     sent_starts = None
     if doc.has_annotation("SENT_START"):
@@ -108,6 +111,25 @@ def gender_swapped_doc(doc: Doc) -> Doc:
         new.spans[key] = [Span(new, span.start, span.end, label=span.label, kb_id=span.kb_id) for span in group]
     new.user_data.update(copy.deepcopy(doc.user_data))
     return new
+
+
+def gender_swapped_example(example: Example) -> Example:
+    """An Example with both Docs swapped. The reference decides each swap
+    (her -> his or him, by ITS next token) and the predicted Doc takes the
+    same word at the same character offset, so the two texts still align
+    even where the two tokenizations differ.
+
+    example (Example): the training example.
+    RETURNS (Example): the swapped example.
+    """
+    reference = example.reference
+    ref_words = swap_gender_words([token.text for token in reference])
+    by_offset = {token.idx: (token.text, new) for token, new in zip(reference, ref_words) if new != token.text}
+    pred_words = []
+    for token in example.predicted:
+        old, new = by_offset.get(token.idx, (None, None))
+        pred_words.append(new if old == token.text else token.text)
+    return Example(gender_swapped_doc(example.predicted, pred_words), gender_swapped_doc(reference, ref_words))
 
 
 @registry.augmenters("spacy_memcoref.gender_swap.v1")
@@ -125,6 +147,6 @@ def create_gender_swap_augmenter(level: float = 0.5) -> Callable[[Language, Exam
         if random.random() >= level:
             yield example
         else:
-            yield Example(gender_swapped_doc(example.predicted), gender_swapped_doc(example.reference))
+            yield gender_swapped_example(example)
 
     return augment
