@@ -15,6 +15,15 @@ from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
 SAMPLE = Path(__file__).parent / "data" / "gap_sample.tsv"
 
 
+@pytest.fixture
+def sample_docbin(tmp_path):
+    """The GAP sample's Docs and a DocBin of them on disk."""
+    docs = list(read_gap(SAMPLE, spacy.blank("en")))
+    path = tmp_path / "gap.spacy"
+    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    return docs, path
+
+
 @pytest.mark.parametrize(
     "words,expected",
     [
@@ -54,11 +63,9 @@ def test_swapped_gap_docs_keep_spans_labels_and_gold():
     assert swapped_pronouns == len(docs)
 
 
-def test_augmenter_from_config_through_corpus(tmp_path):
+def test_augmenter_from_config_through_corpus(sample_docbin):
     nlp = spacy.blank("en")
-    docs = list(read_gap(SAMPLE, nlp))
-    path = tmp_path / "gap.spacy"
-    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    docs, path = sample_docbin
     cfg = {
         "corpus": {
             "@readers": "spacy.Corpus.v1",
@@ -103,7 +110,7 @@ def test_convert_gap_gender_swap_keeps_ids_and_labels(tmp_path):
     assert all(a.text != b.text for a, b in zip(new, docs))
 
 
-def test_petra_config_swaps_about_half_of_the_training_texts(tmp_path):
+def test_petra_config_swaps_about_half_of_the_training_texts(sample_docbin):
     import random
 
     from spacy.util import load_config
@@ -113,9 +120,7 @@ def test_petra_config_swaps_about_half_of_the_training_texts(tmp_path):
     assert config["corpora"]["train"]["augmenter"] == {"@augmenters": "spacy_memcoref.gender_swap.v1", "level": 0.5}
     assert "augmenter" not in config["corpora"]["dev"] or config["corpora"]["dev"]["augmenter"] is None
     nlp = spacy.blank("en")
-    docs = list(read_gap(SAMPLE, nlp))
-    path = tmp_path / "gap.spacy"
-    DocBin(docs=docs, store_user_data=True).to_disk(path)
+    docs, path = sample_docbin
     config["corpora"]["train"]["path"] = str(path)
     corpus = registry.resolve({"train": config["corpora"]["train"]})["train"]
     random.seed(0)

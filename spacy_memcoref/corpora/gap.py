@@ -37,8 +37,8 @@ from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from ..doc_helpers.clusters import write_clusters
 from ..doc_helpers.gap_annotation import GAP_SPANS_KEY, GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN
 from ..errors import DataFormatError, quote
-from .gender_swap import gender_swapped_doc
 from ..util import atomic_output, iter_lines, refuse_overwriting_input
+from .gender_swap import gender_swapped_doc
 
 GAP_COLUMNS: Tuple[str, ...] = (
     "ID", "Text", "Pronoun", "Pronoun-offset", "A", "A-offset", "A-coref",
