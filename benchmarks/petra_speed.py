@@ -78,8 +78,9 @@ def parse_args(argv=None):
     p.add_argument("--chunk", type=int, default=512, help="tokens a chunk in stream mode")
     p.add_argument("--budget", type=float, default=30.0, help="seconds a timed pass may take before it stops early")
     p.add_argument("--num-cells", type=int, default=10, help="PeTra num_cells (N)")
-    p.add_argument("--hidden-size", type=int, default=300, help="PeTra hidden_size (d)")
-    p.add_argument("--mlp-size", type=int, default=300, help="PeTra mlp_size")
+    # configs/petra_gap.cfg's sizes; the paper's (and the factory default's) are 300
+    p.add_argument("--hidden-size", type=int, default=200, help="PeTra hidden_size (d)")
+    p.add_argument("--mlp-size", type=int, default=200, help="PeTra mlp_size")
     p.add_argument("--skip-speed", action="store_true", help="only the memory table")
     p.add_argument("--skip-memory", action="store_true", help="only the speed table")
     p.add_argument("--threads", type=int, default=None, help="torch threads; None = the machine's cores")
