@@ -1,15 +1,16 @@
 """The gender-swap augmenter: hand-checked swaps, spans and labels kept,
 the augmenter through spaCy's own config and Corpus, bad levels."""
+import random
 from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
-from spacy.util import registry
+from spacy.util import load_config, registry
 
 from spacy_memcoref.corpora.gap import read_gap
-from spacy_memcoref.corpora.gender_swap import gender_swapped_doc, swap_gender_words
+from spacy_memcoref.corpora.gender_swap import gender_swapped_doc, gender_swapped_example, swap_gender_words
 from spacy_memcoref.doc_helpers.petra_gold import petra_sparse_target
 
 SAMPLE = Path(__file__).parent / "data" / "gap_sample.tsv"
@@ -111,10 +112,6 @@ def test_convert_gap_gender_swap_keeps_ids_and_labels(tmp_path):
 
 
 def test_petra_config_swaps_about_half_of_the_training_texts(sample_docbin):
-    import random
-
-    from spacy.util import load_config
-
     repo = Path(__file__).resolve().parent.parent
     config = load_config(repo / "configs" / "petra_gap.cfg", overrides={"paths.train": "x", "paths.dev": "x"}, interpolate=True)
     assert config["corpora"]["train"]["augmenter"] == {"@augmenters": "spacy_memcoref.gender_swap.v1", "level": 0.5}
@@ -132,10 +129,6 @@ def test_predicted_tokens_follow_the_reference_decisions():
     """The predicted Doc is tokenized differently from the reference, so on
     its own it would decide "her" the other way ("to" is a function word):
     it takes the reference's word, and the texts still align."""
-    from spacy.tokens import Doc
-
-    from spacy_memcoref.corpora.gender_swap import gender_swapped_example
-
     nlp = spacy.blank("en")
     reference = Doc(nlp.vocab, words=["She", "met", "her", "tomorrow", "."], spaces=[True, True, True, False, False])
     predicted = Doc(nlp.vocab, words=["She", "met", "her", "to", "morrow", "."], spaces=[True, True, True, False, False, False])
