@@ -43,3 +43,31 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_mpnet(tmp_path_factory) -> Path:
+    """A small random MPNet (4 layers, width 32) as a Hugging Face folder,
+    with the embedded MiniLM's word-piece tokenizer: the base presets'
+    architecture (relative position bias included) without a download."""
+    import torch
+    from transformers import MPNetConfig, MPNetModel
+
+    from spacy_memcoref.models.encoder import embedded_encoder_path
+
+    path = tmp_path_factory.mktemp("tiny_mpnet")
+    source = Path(embedded_encoder_path())
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(source / name, path / name)
+    torch.manual_seed(0)
+    config = MPNetConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=514,
+        pad_token_id=0,
+    )
+    MPNetModel(config).save_pretrained(path)
+    return path

@@ -1,6 +1,12 @@
 """A frozen encoder: a tok2vec run in prediction mode, never trained, with
 the option of concatenating its transformer's last k hidden layers. PeTra
 uses it as the paper freezes BERT; s2e can use it to train on CPU cheaply.
+
+A frozen encoder's output for a text never changes, so once the model has
+trained (one call with is_train) it keeps each Doc's vectors in an
+EncoderCache keyed by the Doc's words: later epochs and evaluations run the
+encoder only on texts it has not seen. A pipeline that only predicts never
+fills the cache.
 """
 from typing import List, Optional
 
@@ -9,6 +15,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .encoder import encode_for_inference
+from .encoder_cache import EncoderCache, words_key
 from .transformer_node import find_transformer
 
 
@@ -29,7 +36,9 @@ def frozen_options_error(tok2vec: Model, freeze_encoder: bool, encoder_layers: i
     return None
 
 
-def frozen_encoder(tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1) -> Model[List[Doc], List[Floats2d]]:
+def frozen_encoder(
+    tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1, cache_mb: int = 0
+) -> Model[List[Doc], List[Floats2d]]:
     """Run a tok2vec without training it: prediction mode forward, no
     gradient back (the returned backprop ignores its input).
 
@@ -37,30 +46,70 @@ def frozen_encoder(tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers:
         initialized, serialized and loaded with the pipeline.
     encoder_layers (int): k > 1: the last k hidden layers of its
         TransformerModel, concatenated and mean-pooled to spaCy tokens.
+    cache_mb (int): once training has begun, keep each Doc's vectors, up to
+        this many megabytes, least recently used out (0: no cache).
     RETURNS (Model[List[Doc], List[Floats2d]]): the frozen encoder.
     """
     from thinc.api import reduce_mean
 
+    if isinstance(cache_mb, bool) or not isinstance(cache_mb, int) or cache_mb < 0:
+        raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {cache_mb!r}")
     return Model(
         "frozen_encoder",
-        _frozen_forward,
+        _CachingForward(EncoderCache(cache_mb * 2**20)),
         init=_frozen_init,
         layers=[tok2vec, reduce_mean()],
-        attrs={"encoder_layers": encoder_layers},
+        attrs={"encoder_layers": encoder_layers, "cache_mb": cache_mb},
     )
+
+
+class _CachingForward:
+    """The frozen encoder's forward function, holding its cache (a Thinc
+    Model cannot hold it: its attrs are serialized, and it takes no weak
+    references). The cache is used from the first training call on."""
+
+    def __init__(self, cache: EncoderCache) -> None:
+        self.cache = cache
+        self.training = False
+
+    def __call__(self, model: Model, docs: List[Doc], is_train: bool):
+        self.training = self.training or is_train
+        return _frozen_forward(model, docs, self.cache if self.training else None)
+
+
+def frozen_cache(model: Model) -> Optional[EncoderCache]:
+    """RETURNS (Optional[EncoderCache]): the cache of the frozen encoder
+    inside `model` (None: it holds none)."""
+    for node in model.walk():
+        if node.name == "frozen_encoder" and isinstance(node._func, _CachingForward):
+            return node._func.cache
+    return None
 
 
 def _frozen_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
     model.layers[0].initialize(X=X)
 
 
-def _frozen_forward(model: Model, docs: List[Doc], is_train: bool):
+def _encode(model: Model, docs: List[Doc]) -> List[Floats2d]:
     tok2vec = model.layers[0]
     k = model.attrs["encoder_layers"]
     if k == 1:
-        vectors = encode_for_inference(tok2vec, docs)
+        return encode_for_inference(tok2vec, docs)
+    return encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k))
+
+
+def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache]):
+    if cache is None or cache.limit == 0:
+        vectors = _encode(model, docs)
     else:
-        vectors = encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k))
+        keys = [words_key([t.text for t in doc], [bool(t.whitespace_) for t in doc]) for doc in docs]
+        found = [cache.get(key) for key in keys]
+        missing = [i for i, value in enumerate(found) if value is None]
+        if missing:
+            for i, value in zip(missing, _encode(model, [docs[i] for i in missing])):
+                found[i] = value
+                cache.put(keys[i], value)
+        vectors = found
 
     def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
         return []

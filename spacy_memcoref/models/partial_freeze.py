@@ -3,19 +3,21 @@
 The embeddings and the bottom layers of the Hugging Face model run without
 gradients and without dropout, so their output for a window of word pieces
 depends on that window alone. While training, that output is cached a window
-at a time: from the second epoch on, a training step runs only the top
+at a time (encoder_cache.EncoderCache, the frozen encoder's cache too, least
+recently used out): from the second epoch on, a training step runs only the top
 layers forward and backward. Nothing about the saved pipeline changes (same
 modules, same state dict); the freeze is installed again on the first call
 after loading.
 
 torch is imported by the functions that need it, never at module import.
 """
-from typing import Any, Dict, List
+from typing import List
 
 from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from .encoder_cache import EncoderCache
 from .transformer_node import patching_transformer
 
 FROZEN_MARK = "_memcoref_trainable_layers"
@@ -41,25 +43,6 @@ def partially_frozen(
     )
 
 
-class BottomCache:
-    """Bottom-layer outputs a window, keyed by the window's word-piece ids,
-    up to a byte budget (then new windows are computed every time)."""
-
-    def __init__(self, limit_bytes: int) -> None:
-        self.limit = limit_bytes
-        self.used = 0
-        self.rows: Dict[bytes, Any] = {}
-
-    def get(self, key: bytes):
-        return self.rows.get(key)
-
-    def put(self, key: bytes, value) -> None:
-        size = value.numel() * value.element_size()
-        if self.used + size <= self.limit:
-            self.rows[key] = value
-            self.used += size
-
-
 def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
     """Freeze the embeddings and all but the top `trainable_layers` layers of
     a BERT-style model (`.embeddings`, `.encoder.layer`) in place: the
@@ -72,7 +55,7 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
     layers = getattr(getattr(hf_model, "encoder", None), "layer", None)
     if getattr(hf_model, "embeddings", None) is None or layers is None:
         raise ValueError(
-            f"trainable_layers supports BERT-style transformers (.embeddings, .encoder.layer), "
+            f"trainable_layers supports BERT-style transformers (.embeddings, .encoder.layer; BERT, RoBERTa, MPNet), "
             f"not {type(hf_model).__name__}"
         )
     if not 1 <= trainable_layers <= len(layers):
@@ -83,10 +66,16 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
     frozen_layers = list(layers)[: len(layers) - trainable_layers]
     embeddings = hf_model.embeddings
     embed = embeddings.forward
+    # MPNet's encoder adds a relative position bias, computed from the
+    # hidden states' shape, to every layer's attention; it is frozen with
+    # the bottom layers, whose cached output depends on it
+    relative_bias = getattr(hf_model.encoder, "compute_position_bias", None)
     frozen_modules = [embeddings, *frozen_layers]
+    if relative_bias is not None:
+        frozen_modules.append(hf_model.encoder.relative_attention_bias)
     for module in frozen_modules:
         module.requires_grad_(False)
-    cache = BottomCache(cache_mb * 2**20)
+    cache = EncoderCache(cache_mb * 2**20)
 
     def bottom(input_ids, token_type_ids, position_ids):
         mask = input_ids != pad_id
@@ -96,8 +85,9 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
         try:
             hidden = embed(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
             extended = hf_model.get_extended_attention_mask(mask.long(), input_ids.shape)
+            extra = {"position_bias": relative_bias(hidden)} if relative_bias is not None else {}
             for layer in frozen_layers:
-                hidden = type(layer).forward(layer, hidden, attention_mask=extended)[0]
+                hidden = type(layer).forward(layer, hidden, attention_mask=extended, **extra)[0]
         finally:
             for m, mode in zip(frozen_modules, modes):
                 m.train(mode)

@@ -75,6 +75,7 @@ def build_petra(
     freeze_encoder: bool = True,
     encoder_layers: int = 4,
     layer_mix: bool = False,
+    frozen_cache_mb: int = 2048,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 
@@ -101,6 +102,10 @@ def build_petra(
     layer_mix (bool): instead of concatenating the k layers, feed the GRU a
         learned scalar mix of them, gamma * sum_l softmax(w)_l * layer_l (as
         ELMo and the BERT-era readers mix layers); needs encoder_layers > 1.
+    frozen_cache_mb (int): with freeze_encoder, keep each training and
+        evaluation Doc's encoder output once training has begun, up to this
+        many megabytes, least recently used out, so the encoder runs once a
+        text (0: every batch); a pipeline that only predicts keeps nothing.
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
         prediction dict a doc: clusters, memory_log, gap).
     """
@@ -165,7 +170,7 @@ def build_petra(
         spans, pairs = target
         return SparseGold(spans=spans, pairs=pairs), n_missed
 
-    encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers) if freeze_encoder else tok2vec
+    encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb) if freeze_encoder else tok2vec
     return build_coref_model(
         PETRA_MODEL_NAME,
         encoder,

@@ -37,6 +37,7 @@ def build_s2e(
     encoder_layers: int = 1,
     link_threshold: float = 0.0,
     learn_link_bias: bool = False,
+    frozen_cache_mb: int = 2048,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -65,6 +66,10 @@ def build_s2e(
         pair scores above this (null scores 0; lower links more).
     learn_link_bias (bool): a learned scalar added to every pair score, so
         training moves the link decision as a whole (not in the paper).
+    frozen_cache_mb (int): with freeze_encoder, keep each training and
+        evaluation Doc's encoder output once training has begun, up to this
+        many megabytes, least recently used out, so the encoder runs once a
+        text (0: every batch); a pipeline that only predicts keeps nothing.
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -111,7 +116,7 @@ def build_s2e(
         )
 
     if freeze_encoder:
-        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers)
+        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb)
     return build_coref_model(
         "s2e",
         tok2vec,

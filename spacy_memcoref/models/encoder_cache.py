@@ -1,0 +1,86 @@
+"""One cache for frozen encoder outputs, bounded in bytes, least recently
+used out. The frozen encoder keeps a Doc's token vectors in it (keyed by the
+Doc's words); the partly frozen transformer keeps a window's bottom-layer
+output (keyed by its word-piece ids). Neither imports torch here: a value is
+any array with `nbytes` (numpy, cupy) or `numel()` and `element_size()`
+(torch).
+"""
+import hashlib
+from collections import OrderedDict
+from typing import Any, Hashable, Optional, Sequence
+
+
+def value_nbytes(value: Any) -> int:
+    """RETURNS (int): the bytes an array (numpy, cupy or torch) holds."""
+    if hasattr(value, "nbytes") and not callable(getattr(value, "numel", None)):
+        return int(value.nbytes)
+    return int(value.numel() * value.element_size())
+
+
+def words_key(words: Sequence[str], spaces: Sequence[bool]) -> bytes:
+    """A fixed-size key for a text given as words and trailing spaces: the
+    BLAKE2b digest of both (16 bytes, so a key costs nothing next to its
+    vectors)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for word, space in zip(words, spaces):
+        digest.update(word.encode("utf8"))
+        digest.update(b"\x1f " if space else b"\x1f")
+    digest.update(len(words).to_bytes(8, "little"))
+    return digest.digest()
+
+
+class EncoderCache:
+    """Arrays by key, at most `limit_bytes` in all; putting past the bound
+    drops the least recently used entries first. A value larger than the
+    whole bound is not kept. limit_bytes = 0 keeps nothing.
+
+    hits / misses count `get` calls; `used` is the bytes held now.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
+            raise ValueError(f"the cache bound must be an integer >= 0 bytes, got {limit_bytes!r}")
+        self.limit = limit_bytes
+        self.used = 0
+        self.hits = 0
+        self.misses = 0
+        self._rows: "OrderedDict[Hashable, Any]" = OrderedDict()
+        self._sizes: "dict[Hashable, int]" = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._rows
+
+    def get(self, key: Hashable) -> Optional[Any]:
+        """The value stored under key (now the most recently used), or None."""
+        value = self._rows.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self._rows.move_to_end(key)
+        self.hits += 1
+        return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store value under key, evicting least recently used entries to
+        stay within the bound."""
+        size = value_nbytes(value)
+        if size > self.limit:
+            return
+        if key in self._rows:
+            self.used -= self._sizes.pop(key)
+            del self._rows[key]
+        while self._rows and self.used + size > self.limit:
+            old, _ = self._rows.popitem(last=False)
+            self.used -= self._sizes.pop(old)
+        self._rows[key] = value
+        self._sizes[key] = size
+        self.used += size
+
+    def clear(self) -> None:
+        """Drop every entry (the counters stay)."""
+        self._rows.clear()
+        self._sizes.clear()
+        self.used = 0
