@@ -63,8 +63,9 @@ def build_embedded_transformer(
         layers; the embeddings and the layers below run without gradients
         or dropout (None: fine-tune all).
     frozen_cache_mb (int): with trainable_layers, keep the frozen layers'
-        output a window while training, up to this many megabytes, so later
-        epochs run the top layers only (0: recompute every step).
+        output a window from the first training call on (later epochs and
+        evaluations run the top layers only), up to this many megabytes,
+        least recently used out (0: recompute every step).
     bfloat16 (bool): run the transformer's matrix products in bfloat16
         (torch.autocast on its device), in training and at inference; the
         weights, gradients and optimizer stay float32. About twice as fast on

@@ -2,10 +2,11 @@
 
 The embeddings and the bottom layers of the Hugging Face model run without
 gradients and without dropout, so their output for a window of word pieces
-depends on that window alone. While training, that output is cached a window
-at a time (encoder_cache.EncoderCache, the frozen encoder's cache too, least
-recently used out): from the second epoch on, a training step runs only the top
-layers forward and backward. Nothing about the saved pipeline changes (same
+depends on that window alone. Once training has begun, that output is
+cached a window at a time (encoder_cache.EncoderCache, the frozen encoder's
+cache too, least recently used out): from the second epoch on, a training
+step runs only the top layers forward and backward, and an evaluation only
+the top layers forward. Nothing about the saved pipeline changes (same
 modules, same state dict); the freeze is installed again on the first call
 after loading.
 
@@ -76,6 +77,7 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
     for module in frozen_modules:
         module.requires_grad_(False)
     cache = EncoderCache(cache_mb * 2**20)
+    seen_training = [False]
 
     def bottom(input_ids, token_type_ids, position_ids):
         mask = input_ids != pad_id
@@ -98,8 +100,11 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
 
         if input_ids is None or inputs_embeds is not None or kwargs.get("past_key_values_length"):
             raise ValueError("trainable_layers: the frozen encoder takes input_ids only")
+        # the cache serves from the first training call on (epochs and the
+        # evaluations between them); a model that only predicts keeps nothing
+        seen_training[0] = seen_training[0] or hf_model.training
         with torch.no_grad():
-            if not hf_model.training or cache.limit == 0:
+            if not seen_training[0] or cache.limit == 0:
                 return bottom(input_ids, token_type_ids, position_ids)
             return cached_bottom(input_ids, token_type_ids, position_ids)
 

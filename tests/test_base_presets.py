@@ -1,0 +1,62 @@
+"""The base-encoder presets (configs/petra_gap_base.cfg, configs/s2e_base.cfg)
+build from their files with a small random MPNet in place of the base
+encoder, overfit a tiny batch, and keep their encoder work in the cache."""
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.util import load_config, load_model_from_config
+from thinc.api import Adam, fix_random_seed
+
+from spacy_memcoref.models.frozen_encoder import frozen_cache
+from spacy_memcoref.models.transformer_node import find_transformer
+
+from test_petra_component import gap_examples
+from test_s2e import make_examples
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _preset(name, encoder, **overrides):
+    config = load_config(
+        CONFIGS / name,
+        overrides={"paths.train": "unused", "paths.dev": "unused", "paths.encoder": str(encoder), **overrides},
+        interpolate=True,
+    )
+    return load_model_from_config(config, auto_fill=True, validate=True)
+
+
+def _overfit(nlp, examples, steps, rate):
+    fix_random_seed(0)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(rate)
+    name = nlp.pipe_names[0]
+    return [nlp.update(examples, sgd=optimizer, drop=0.0)[name] for _ in range(steps)]
+
+
+def test_petra_base_preset_overfits_and_encodes_each_text_once(tiny_mpnet):
+    nlp = _preset("petra_gap_base.cfg", tiny_mpnet)
+    model = nlp.get_pipe("memcoref_petra").model
+    cache = frozen_cache(model)
+    assert cache is not None and cache.limit == 3072 * 2**20
+    examples = gap_examples(nlp)
+    losses = _overfit(nlp, examples, 60, 0.005)
+    assert min(losses[-5:]) < 0.3 * losses[0], losses
+    # one encoder pass a text: every later update read the cache
+    assert cache.misses == len(examples)
+    assert cache.hits == len(examples) * 59
+
+
+def test_s2e_base_preset_overfits_and_trains_the_top_layers_only(tiny_mpnet):
+    # the tiny MPNet has 4 layers: the preset fine-tunes its top 2
+    nlp = _preset("s2e_base.cfg", tiny_mpnet)
+    examples = make_examples(nlp)
+    losses = _overfit(nlp, examples, 60, 0.00015)  # the head at 20x: 3e-3
+    assert min(losses[-5:]) < 0.3 * losses[0], losses
+    hf = find_transformer(nlp.get_pipe("memcoref").model).transformer
+    assert all(not p.requires_grad for p in hf.encoder.layer[1].parameters())
+    assert all(p.requires_grad for p in hf.encoder.layer[2].parameters())
+    cache = hf._memcoref_bottom_cache
+    assert cache.used > 0 and cache.hits > 0
