@@ -8,5 +8,10 @@ from .about import __version__
 # Registers doc._.memory_log and token._.memory_usage (spaCy only, no torch),
 # so Docs read back from a DocBin have them without loading a pipeline.
 from .doc_helpers import memory_log  # noqa: F401
+from .entities import EntityRecord, Mention, entities
+from .resolution import Edit, Resolved, register_extension, resolve
 
-__all__ = ["__version__"]
+# doc._.coref_resolved: resolve(doc).text, computed when read
+register_extension()
+
+__all__ = ["__version__", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention"]

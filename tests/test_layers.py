@@ -12,8 +12,8 @@ below; two layers of one rank may not import each other):
 2. models       Thinc builders and pure torch modules
 3. scoring      metrics, GAP decisions, tuning on validation data
 4. pipeline     the spaCy components (and the training callbacks)
-5. app          the command line, corpus annotation, pictures, the
-                package's own __init__
+5. app          the command line, corpus annotation, pictures, resolved
+                text and entity records, the package's own __init__
 """
 import ast
 from pathlib import Path
@@ -34,6 +34,8 @@ LAYERS: Dict[str, Tuple[str, int]] = {
     "pipeline": ("pipeline", 4),
     "training_callbacks": ("pipeline", 4),
     "visualize": ("app", 5),
+    "resolution": ("app", 5),
+    "entities": ("app", 5),
     "annotate": ("app", 5),
     "cli": ("app", 5),
     "__main__": ("app", 5),

@@ -12,6 +12,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+import numpy
 import srsly
 from spacy import util
 from spacy.errors import Errors
@@ -28,7 +29,7 @@ from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
-from ..models.encoder import build_embedded_transformer
+from ..models.encoder import build_embedded_transformer, encode_for_inference
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
 from ..scoring.calibration import CLASS_WEIGHT_SHIFT, calibrate, check_calibration
@@ -210,6 +211,26 @@ class CorefComponent(TrainablePipe):
             )
         _, predictions = self.model.predict((docs, None))
         return predictions
+
+    def token_vectors(self, docs: Iterable[Doc]) -> List[Any]:
+        """The encoder's vectors for each Doc's tokens, as the model's head
+        reads them (entities(..., vectors_from=nlp) averages them over
+        mention heads). Runs the encoder again: nothing is kept from predict.
+
+        docs (Iterable[Doc]): the Docs.
+        RETURNS (List[numpy.ndarray]): one [len(doc), width] float32 array a Doc.
+        """
+        docs = list(docs)
+        if not self._is_initialized():
+            raise ValueError(f"The '{self.name}' component is not initialized")
+        tok2vec = self.model.layers[0]
+        nonempty = [doc for doc in docs if len(doc)]
+        vectors = iter(encode_for_inference(tok2vec, nonempty) if nonempty else [])
+        out = []
+        for doc in docs:
+            out.append(self.model.ops.to_numpy(next(vectors)) if len(doc) else None)
+        width = next((v.shape[1] for v in out if v is not None), 0)
+        return [v if v is not None else numpy.zeros((0, width), dtype="float32") for v in out]
 
     def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
         """Write one prediction a Doc, paired by position.

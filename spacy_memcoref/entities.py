@@ -1,0 +1,102 @@
+"""Entity records: one a cluster, with its representative name, its
+mentions (token and character offsets, text) and, when asked for, a vector:
+the mean of the encoder's token vectors over the mentions' heads, for a
+downstream model that keeps an entity memory.
+
+Heads: span.root when the Doc has a dependency parse, else the mention's
+last token (the head of most English noun phrases without a modifier after
+the noun). The vectors cost nothing unless asked for: the encoder runs again
+only then.
+"""
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from .doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters
+from .resolution import representative_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span
+
+
+@dataclass
+class Mention:
+    """A mention: tokens [start, end) and characters [start_char, end_char) of doc.text."""
+
+    start: int
+    end: int
+    start_char: int
+    end_char: int
+    text: str
+
+
+@dataclass
+class EntityRecord:
+    """One cluster.
+
+    cluster (int): N of its span group doc.spans[f"{prefix}_{N}"].
+    name (Optional[str]): its representative's text (resolution's rule: first
+        proper-noun mention, else first non-pronoun); None for pronouns only.
+    mentions (List[Mention]): in text order.
+    vector (Optional[numpy.ndarray]): with vectors_from: the mean encoder
+        vector over the mentions' heads, [width] float32.
+    """
+
+    cluster: int
+    name: Optional[str]
+    mentions: List[Mention] = field(default_factory=list)
+    vector: Optional["numpy.ndarray"] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready: the vector as a list of floats (or None)."""
+        return {
+            "cluster": self.cluster,
+            "name": self.name,
+            "mentions": [vars(m).copy() for m in self.mentions],
+            "vector": None if self.vector is None else [float(x) for x in self.vector],
+        }
+
+
+def mention_head(span: "Span") -> int:
+    """RETURNS (int): the Doc index of a mention's head token."""
+    return span.root.i if span.doc.has_annotation("DEP") else span.end - 1
+
+
+def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: str = CLUSTER_PREFIX) -> List[EntityRecord]:
+    """One record a cluster of the Doc (doc.spans[f"{prefix}_{N}"], empty
+    groups skipped).
+
+    doc (Doc): a Doc with clusters (from either model, a DocBin or by hand).
+    vectors_from (Optional[Language]): a pipeline with a memcoref component:
+        its encoder gives each record a vector (None: no vectors, no cost).
+    prefix (str): the cluster prefix.
+    RETURNS (List[EntityRecord]): in cluster order.
+    """
+    clusters = [(n, sorted((s for s in group if len(s)), key=lambda s: (s.start, -s.end))) for n, group in numbered_clusters(doc, prefix)]
+    clusters = [(n, spans) for n, spans in clusters if spans]
+    records = []
+    for number, spans in clusters:
+        representative = representative_of(spans, doc)
+        records.append(
+            EntityRecord(
+                cluster=number,
+                name=" ".join(representative.text.split()) if representative is not None else None,
+                mentions=[Mention(s.start, s.end, s.start_char, s.end_char, s.text) for s in spans],
+            )
+        )
+    if vectors_from is not None and records:
+        token_vectors = _coref_pipe(vectors_from).token_vectors([doc])[0]
+        for record, (_, spans) in zip(records, clusters):
+            heads = sorted({mention_head(s) for s in spans})
+            record.vector = token_vectors[heads].mean(axis=0).astype("float32")
+    return records
+
+
+def _coref_pipe(nlp: "Language"):
+    from .pipeline.coref_component import CorefComponent
+
+    for _, pipe in nlp.pipeline:
+        if isinstance(pipe, CorefComponent):
+            return pipe
+    raise ValueError(f"vectors_from: the pipeline has no memcoref component (pipes: {nlp.pipe_names})")

@@ -1,0 +1,324 @@
+"""Resolved text (spacy_memcoref.resolve, doc._.coref_resolved) and entity
+records (spacy_memcoref.entities): every rule with hand-written expected
+strings, offsets back to the source on real documents, and bad clusters."""
+import random
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+
+import spacy_memcoref
+from spacy_memcoref import entities, resolve
+from spacy_memcoref.corpora.conll import read_conll_docs
+from spacy_memcoref.resolution import PRONOUNS
+
+NLP = spacy.blank("en")
+
+
+def make_doc(text, clusters, *, words=None, pos=None, tags=None, sent_starts=None):
+    """A Doc of `text` (spaCy's English tokenizer) or of `words` (one space
+    between words), with clusters as token ranges [start, end)."""
+    if words is None:
+        doc = NLP(text)
+    else:
+        spaces = [True] * (len(words) - 1) + [False]
+        doc = Doc(NLP.vocab, words=words, spaces=spaces, pos=pos, tags=tags, sent_starts=sent_starts)
+    for i, cluster in enumerate(clusters, start=1):
+        doc.spans[f"coref_clusters_{i}"] = [doc[s:e] for s, e in cluster]
+    return doc
+
+
+def find(doc, word, nth=0):
+    """(i, i + 1) of the nth token equal to word."""
+    hits = [t.i for t in doc if t.text == word]
+    return (hits[nth], hits[nth] + 1)
+
+
+def by_words(text, *clusters):
+    """A Doc with clusters given as lists of (word, nth) or ((start_word,
+    nth), length) mentions."""
+    doc = NLP(text)
+    for i, cluster in enumerate(clusters, start=1):
+        spans = []
+        for mention in cluster:
+            if isinstance(mention[0], tuple):
+                (word, nth), length = mention
+                start = find(doc, word, nth)[0]
+                spans.append(doc[start : start + length])
+            else:
+                s, e = find(doc, *mention)
+                spans.append(doc[s:e])
+        doc.spans[f"coref_clusters_{i}"] = spans
+    return doc
+
+
+# ----- the rules ------------------------------------------------------------------
+
+
+def test_possessive_of_a_name():
+    doc = by_words("Alice lost her keys.", [("Alice", 0), ("her", 0)])
+    assert resolve(doc).text == "Alice lost Alice's keys."
+
+
+def test_possessive_of_a_plural_takes_an_apostrophe_only():
+    doc = by_words("The kids lost their ball.", [(("The", 0), 2), ("their", 0)])
+    assert resolve(doc).text == "The kids lost the kids' ball."
+
+
+def test_standalone_possessives():
+    doc = by_words("Alice said the book was hers.", [("Alice", 0), ("hers", 0)])
+    assert resolve(doc).text == "Alice said the book was Alice's."
+    doc = by_words("The twins said the house was theirs.", [(("The", 0), 2), ("theirs", 0)])
+    assert resolve(doc).text == "The twins said the house was the twins'."
+
+
+def test_object_her_is_not_a_possessive_without_a_tagger():
+    doc = by_words("Bob greeted Alice. He greeted her.", [("Bob", 0), ("He", 0)], [("Alice", 0), ("her", 0)])
+    assert resolve(doc).text == "Bob greeted Alice. Bob greeted Alice."
+    doc = by_words("Bob gave Alice the book and told her that it was old.", [("Alice", 0), ("her", 0)])
+    assert resolve(doc).text == "Bob gave Alice the book and told Alice that it was old."
+    doc = by_words("Alice met Bob at her house.", [("Alice", 0), ("her", 0)])
+    assert resolve(doc).text == "Alice met Bob at Alice's house."
+
+
+def test_her_follows_the_tagger_when_there_is_one():
+    # "saw her leave": the next-token rule alone would read a possessive
+    words = ["Bob", "saw", "Alice", ".", "He", "saw", "her", "leave", "."]
+    pos = ["PROPN", "VERB", "PROPN", "PUNCT", "PRON", "VERB", "PRON", "VERB", "PUNCT"]
+    tags = ["NNP", "VBD", "NNP", ".", "PRP", "VBD", "PRP", "VB", "."]
+    doc = make_doc(None, [[(0, 1), (4, 5)], [(2, 3), (6, 7)]], words=words, pos=pos, tags=tags)
+    assert resolve(doc).text == "Bob saw Alice . Bob saw Alice leave ."
+    tags[6] = "PRP$"
+    doc = make_doc(None, [[(2, 3), (6, 7)]], words=words, pos=pos, tags=tags)
+    assert resolve(doc).text == "Bob saw Alice . He saw Alice's leave ."
+
+
+def test_subject_and_object_pronouns_become_the_representative():
+    doc = by_words(
+        "Alice met Bob. She thanked him and they left.",
+        [("Alice", 0), ("She", 0)],
+        [("Bob", 0), ("him", 0)],
+    )
+    assert resolve(doc).text == "Alice met Bob. Alice thanked Bob and they left."
+
+
+def test_representative_is_the_first_proper_noun_mention():
+    doc = by_words(
+        "The singer arrived. Madonna waved. She sang.",
+        [(("The", 0), 2), ("Madonna", 0), ("She", 0)],
+    )
+    assert resolve(doc).text == "The singer arrived. Madonna waved. Madonna sang."
+
+
+def test_representative_is_the_first_nominal_when_no_name():
+    doc = by_words(
+        "He said the old man was tired. The old man slept and he snored.",
+        [("He", 0), (("the", 0), 3), (("The", 0), 3), ("he", 0)],
+    )
+    # the first mention, "He", precedes the representative and is replaced too
+    assert resolve(doc).text == "The old man said the old man was tired. The old man slept and the old man snored."
+
+
+def test_cluster_of_pronouns_only_is_left_alone():
+    doc = by_words("She said she was late.", [("She", 0), ("she", 0)])
+    assert resolve(doc).text == "She said she was late."
+    assert resolve(doc).edits == []
+
+
+def test_nominal_mentions_and_reflexives_are_kept():
+    doc = by_words(
+        "Alice Smith hurt herself. The doctor Smith saw her.",
+        [(("Alice", 0), 2), ("herself", 0), (("The", 0), 3), ("her", 0)],
+    )
+    assert resolve(doc).text == "Alice Smith hurt herself. The doctor Smith saw Alice Smith."
+
+
+def test_case_follows_position():
+    doc = by_words(
+        "The president spoke. Later, she said she was tired.",
+        [(("The", 0), 2), ("she", 0), ("she", 1)],
+    )
+    assert resolve(doc).text == "The president spoke. Later, the president said the president was tired."
+    doc = by_words("Reporters met the president. She smiled.", [(("the", 0), 2), ("She", 0)])
+    assert resolve(doc).text == "Reporters met the president. The president smiled."
+
+
+def test_sentence_starts_from_the_parser_or_the_punctuation():
+    words = ["They", "met", "the", "mayor", "She", "smiled"]
+    doc = make_doc(None, [[(2, 4), (4, 5)]], words=words, sent_starts=[True, False, False, False, True, False])
+    assert resolve(doc).text == "They met the mayor The mayor smiled"
+    doc = by_words('They met the mayor. "She smiled," he said.', [(("the", 0), 2), ("She", 0)])
+    assert resolve(doc).text == 'They met the mayor. "The mayor smiled," he said.'
+
+
+def test_first_and_second_person_inside_quotes_are_kept():
+    doc = by_words(
+        'Alice said: "I am tired of my job." Later I quit my job.',
+        [("Alice", 0), ("I", 0), ("my", 0), ("I", 1), ("my", 1)],
+    )
+    assert resolve(doc).text == "Alice said: \"I am tired of my job.\" Later Alice quit Alice's job."
+    # third person inside quotes is replaced
+    doc = by_words('Bob said: "Alice is late, she always is." ', [("Alice", 0), ("she", 0)])
+    assert resolve(doc).text == 'Bob said: "Alice is late, Alice always is." '
+
+
+def test_nothing_is_replaced_twice():
+    # "her" in two clusters (bad input): the first cluster's edit wins, once
+    doc = by_words("Alice and Mary met. Bob saw her there.", [("Alice", 0), ("her", 0)], [("Mary", 0), ("her", 0)])
+    result = resolve(doc)
+    assert result.text == "Alice and Mary met. Bob saw Alice there."
+    assert len(result.edits) == 1
+
+
+def test_representative_with_a_pronoun_inside_is_inserted_as_written():
+    doc = by_words(
+        "John called his mother. She was happy.",
+        [("John", 0), ("his", 0)],
+        [(("his", 0), 2), ("She", 0)],
+    )
+    # "his" is replaced once; "his mother" is inserted as it stands in the text
+    assert resolve(doc).text == "John called John's mother. His mother was happy."
+
+
+# ----- offsets back to the source ---------------------------------------------------
+
+
+def test_to_source_and_edits():
+    doc = by_words("Alice lost her keys.", [("Alice", 0), ("her", 0)])
+    result = resolve(doc)
+    assert [(e.source, e.text, e.target) for e in result.edits] == [((11, 14), "Alice's", (11, 18))]
+    assert result.to_source(0, 5) == (0, 5)
+    assert result.to_source(11, 18) == (11, 14)
+    assert result.to_source(12, 13) == (11, 14)  # inside a replacement: the whole mention
+    assert result.to_source(18, 24) == (14, 20)
+    assert result.to_source(6, 20) == (6, 16)
+    assert result.to_source(24, 24) == (20, 20)
+    for bad in ((-1, 2), (3, 2), (0, 25), (0.5, 2)):
+        with pytest.raises(ValueError):
+            result.to_source(*bad)
+
+
+def test_doc_extension_is_computed_on_demand():
+    doc = by_words("Alice lost her keys.", [("Alice", 0), ("her", 0)])
+    assert doc._.coref_resolved == "Alice lost Alice's keys."
+    assert not any(key[1] == "coref_resolved" for key in doc.user_data if isinstance(key, tuple))
+    doc.spans["coref_clusters_1"] = []
+    assert doc._.coref_resolved == doc.text
+
+
+# ----- bad and empty clusters -------------------------------------------------------
+
+
+def test_no_clusters_empty_clusters_and_empty_doc():
+    doc = NLP("Alice lost her keys.")
+    assert resolve(doc).text == doc.text and resolve(doc).edits == []
+    doc.spans["coref_clusters_1"] = []
+    doc.spans["coref_clusters_2"] = [doc[0:1]]
+    assert resolve(doc).text == doc.text
+    empty = NLP("")
+    assert resolve(empty).text == "" and entities(empty) == []
+    assert resolve(empty).to_source(0, 0) == (0, 0)
+
+
+def test_partially_overlapping_mentions_give_a_defined_result():
+    doc = NLP("The old man and his dog saw him.")
+    doc.spans["coref_clusters_1"] = [doc[0:3], doc[2:5], doc[4:5], doc[7:8]]
+    doc.spans["coref_clusters_2"] = [doc[1:3], doc[4:5]]
+    result = resolve(doc)
+    assert result.text == "The old man and the old man's dog saw the old man."
+    assert len(result.edits) == 2
+
+
+# ----- a property on real documents ---------------------------------------------------
+
+
+def _random_clusters(doc, rng):
+    pronouns = [t.i for t in doc if t.lower_ in PRONOUNS]
+    nominal = [(t.i, min(len(doc), t.i + rng.randint(1, 3))) for t in doc if t.is_alpha and t.lower_ not in PRONOUNS]
+    rng.shuffle(pronouns)
+    clusters = []
+    for k in range(rng.randint(0, 12)):
+        mentions = [doc[i : i + 1] for i in pronouns[k::12][:6]]
+        if nominal and rng.random() < 0.9:
+            s, e = rng.choice(nominal)
+            mentions.append(doc[s:e])
+        clusters.append(mentions)
+    return clusters
+
+
+def test_to_source_on_real_documents_with_random_clusters(shared_data):
+    rng = random.Random(0)
+    path = shared_data / "ontogum" / "dev"
+    docs = list(read_conll_docs(sorted(path.glob("*conll"))[0], NLP.vocab))
+    docs += list(read_conll_docs(sorted(path.glob("*conll"))[1], NLP.vocab))
+    assert docs
+    for doc in docs:
+        for key in [k for k in doc.spans if k.startswith("coref_clusters_")]:
+            del doc.spans[key]
+        assert resolve(doc).text == doc.text
+        for _ in range(5):
+            for key in [k for k in doc.spans if k.startswith("coref_clusters_")]:
+                del doc.spans[key]
+            for i, cluster in enumerate(_random_clusters(doc, rng), start=1):
+                doc.spans[f"coref_clusters_{i}"] = cluster
+            result = resolve(doc)
+            inside = numpy.zeros(len(result.text) + 1, dtype=bool)
+            for edit in result.edits:
+                assert result.text[edit.target_start : edit.target_end] == edit.text
+                assert result.to_source(edit.target_start, edit.target_end) == edit.source
+                replaced = doc.char_span(edit.source_start, edit.source_end)
+                assert replaced is not None and len(replaced) == 1 and replaced[0].lower_ in PRONOUNS
+                inside[edit.target_start : edit.target_end] = True
+            for p in numpy.flatnonzero(~inside[:-1]):
+                q, q_end = result.to_source(int(p), int(p) + 1)
+                assert q_end == q + 1 and doc.text[q] == result.text[p]
+
+
+# ----- entity records -----------------------------------------------------------------
+
+
+def test_entity_records():
+    doc = by_words(
+        "The president spoke. Obama said he was tired of it.",
+        [(("The", 0), 2), ("Obama", 0), ("he", 0)],
+        [("tired", 0)],
+        [("it", 0)],
+    )
+    records = entities(doc)
+    assert [r.cluster for r in records] == [1, 2, 3]
+    first = records[0]
+    assert first.name == "Obama" and first.vector is None
+    assert [(m.start, m.end, m.start_char, m.end_char, m.text) for m in first.mentions] == [
+        (0, 2, 0, 13, "The president"),
+        (4, 5, 21, 26, "Obama"),
+        (6, 7, 32, 34, "he"),
+    ]
+    assert records[1].name == "tired"
+    assert records[2].name is None  # pronouns only: no representative
+    assert first.to_dict()["mentions"][0] == {"start": 0, "end": 2, "start_char": 0, "end_char": 13, "text": "The president"}
+
+
+def test_entity_vectors_are_the_mean_over_mention_heads():
+    from thinc.api import fix_random_seed
+
+    from test_s2e import s2e_config
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.initialize()
+    doc = by_words("The old president spoke. Obama said he was tired.", [(("The", 0), 3), ("he", 0)])
+    doc = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
+    doc.spans["coref_clusters_1"] = [doc[0:3], doc[7:8]]
+    vectors = nlp.get_pipe("memcoref").token_vectors([doc])[0]
+    (record,) = entities(doc, vectors_from=nlp)
+    # no parse: a mention's head is its last token
+    numpy.testing.assert_allclose(record.vector, (vectors[2] + vectors[7]) / 2, rtol=1e-6)
+    assert record.vector.dtype == numpy.float32
+    with pytest.raises(ValueError, match="no memcoref component"):
+        entities(doc, vectors_from=spacy.blank("en"))
+
+
+def test_public_names():
+    assert spacy_memcoref.resolve is resolve and spacy_memcoref.entities is entities
