@@ -179,16 +179,19 @@ def predict(
     batch_size: int = typer.Option(8, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
     prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the gold clusters to remove."),
+    resolved: bool = typer.Option(False, "--resolved", help='Also store the resolved text and its edits in each Doc\'s user_data["resolved"].'),
 ) -> None:
     """Run a pipeline over the Docs of a DocBin, keeping their tokens, spans and
     user data (GAP labels, doc ids) but not their gold clusters, and save the
-    result for `export` and `score`."""
+    result for `export` and `score`. With --resolved, each Doc's
+    user_data["resolved"] = {"text": ..., "edits": [...]} (as annotate's records)."""
     import time
 
     from spacy.tokens import DocBin
 
     from .corpora.docbin import read_docbin
     from .doc_helpers.clusters import clear_clusters
+    from .resolution import edits_as_records, resolve
     from .util import atomic_output, refuse_overwriting_input
 
     _check_count("--batch-size", batch_size)
@@ -205,6 +208,9 @@ def predict(
     n_tokens = 0
     try:
         for i, doc in enumerate(_pipe_all(nlp, docs, batch_size), start=1):
+            if resolved:
+                result = resolve(doc, prefix=prefix)
+                doc.user_data["resolved"] = {"text": result.text, "edits": edits_as_records(result)}
             out.add(doc)
             n_tokens += len(doc)
             if i % 50 == 0 or i == len(docs):
@@ -566,6 +572,7 @@ def annotate_cmd(
     shard_size: int = typer.Option(1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
     skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines in shard-*.errors.jsonl and go on (default: stop at the first)."),
+    resolved: bool = typer.Option(False, "--resolved", help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record.'),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
     prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
     n_process: Optional[int] = typer.Option(None, "--n-process", help="local: worker processes (default 1)."),
@@ -587,7 +594,7 @@ def annotate_cmd(
         summary = annotate_corpus(
             model, input_path, output_dir, engine=engine, formats=output_format, text_field=text_field, id_field=id_field,
             input_format=input_format, encoding=encoding, shard_size=shard_size, batch_size=batch_size,
-            skip_errors=skip_errors, overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id,
+            skip_errors=skip_errors, resolved=resolved, overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id,
             workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker,
             address=address, progress=progress, log=lambda message: typer.echo(message, err=True),
         )

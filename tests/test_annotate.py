@@ -448,3 +448,38 @@ def test_memcoref_predictor_on_a_dataset_of_ones_own(ray_cluster, model_dir, cor
     )
     got = sorted(ds.take_all(), key=lambda r: r["id"])
     assert [list(r["clusters"]) for r in got][0] and len(got) == 4
+
+
+# ----- resolved text ------------------------------------------------------------------
+
+
+def test_resolved_records_match_resolve_and_predict_option(model_dir, reference, corpus, tmp_path):
+    from spacy_memcoref import resolve
+
+    out = tmp_path / "out_resolved"
+    annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, resolved=True, progress=False)
+    plain = read_records(reference)
+    got = read_records(out)
+    assert [{k: v for k, v in r.items() if k not in ("resolved", "edits")} for r in got] == plain
+    nlp = spacy.blank("en")
+    docs = [d for p in sorted(out.glob("shard-*.spacy")) for d in DocBin().from_disk(p).get_docs(nlp.vocab)]
+    n_edits = 0
+    for record, doc in zip(got, docs):
+        result = resolve(doc)
+        assert record["resolved"] == result.text == doc._.coref_resolved
+        assert record["edits"] == [{"source": list(e.source), "target": list(e.target), "text": e.text} for e in result.edits]
+        for edit in record["edits"]:
+            assert record["resolved"][edit["target"][0] : edit["target"][1]] == edit["text"]
+        n_edits += len(record["edits"])
+    assert n_edits > 0, "the overfit pipeline's clusters hold pronouns"
+    # resolved output is another output: a plain run's folder is not reused for it
+    with pytest.raises(OutputMismatch):
+        annotate_corpus(model_dir, corpus, reference, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, resolved=True, progress=False)
+    # predict --resolved stores the same in user_data
+    source = tmp_path / "in.spacy"
+    DocBin(docs=[nlp(t) for t in TEXTS[:3]]).to_disk(source)
+    predicted = tmp_path / "pred.spacy"
+    result = CliRunner().invoke(app, ["predict", model_dir, str(source), str(predicted), "--resolved"])
+    assert result.exit_code == 0, result.output
+    for doc in DocBin().from_disk(predicted).get_docs(nlp.vocab):
+        assert doc.user_data["resolved"]["text"] == resolve(doc).text

@@ -127,6 +127,7 @@ def annotate_corpus(
     shard_size: int = 1000,
     batch_size: int = 8,
     skip_errors: bool = False,
+    resolved: bool = False,
     overwrite: bool = False,
     prefix: Optional[str] = None,
     n_process: Optional[int] = None,
@@ -158,6 +159,8 @@ def annotate_corpus(
     batch_size (int): documents a `nlp.pipe` batch.
     skip_errors (bool): record bad lines in shard-*.errors.jsonl and go on,
         instead of stopping at the first one.
+    resolved (bool): add "resolved" (the text with pronouns replaced by their
+        cluster's representative) and "edits" to each JSONL record.
     overwrite (bool): replace an OUTPUT_DIR written by another run.
     prefix (Optional[str]): span-group prefix of the clusters (default: the
         pipeline's memcoref component's).
@@ -224,6 +227,7 @@ def annotate_corpus(
         "shard_size": shard_size,
         "formats": formats,
         "prefix": prefix,
+        "resolved": resolved,
         "model": model_identity(model),
     }
     options = {
@@ -234,6 +238,7 @@ def annotate_corpus(
         "formats": formats,
         "prefix": prefix,
         "skip_errors": skip_errors,
+        "resolved": resolved,
         "_die_once": _die_once,
     }
     summary = AnnotateSummary(output_dir=str(output_dir))

@@ -9,7 +9,11 @@ A document's record:
                                        {"start": 15, "end": 18, "text": "She"}]}]}
 
 start/end are character offsets into the text (Python string indices, end
-exclusive); name is the cluster's first proper-noun mention, else its longest.
+exclusive); name is the cluster's representative (resolution's rule: its
+first proper-noun mention, else its first non-pronoun mention), else its
+longest mention. With `resolved`, the record also has "resolved" (the text
+with pronouns replaced, spacy_memcoref.resolve) and "edits" (one
+{"source": [start, end], "target": [start, end], "text": ...} a replacement).
 """
 import json
 import os
@@ -18,43 +22,37 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
+from ..resolution import edits_as_records, representative_of, resolve
 from .inputs import ShardPlan, read_shard
 
 
-def is_proper_mention(span) -> bool:
-    """Whether a mention is a proper noun: a PROPN token when the pipeline
-    tags parts of speech; otherwise a capitalized word that is not a stop
-    word ("Alice", "New York", not "She" or "The company")."""
-    doc = span.doc
-    if doc.has_annotation("POS"):
-        return any(tok.pos_ == "PROPN" for tok in span)
-    return any(tok.is_alpha and tok.text[:1].isupper() and not tok.is_stop for tok in span)
-
-
 def representative_name(spans) -> str:
-    """A cluster's name: its first proper-noun mention in the text, else its
-    longest mention (the first of the longest on a tie).
+    """A cluster's name: its representative (resolution.representative_of),
+    else (pronouns only) its longest mention, the first of the longest on a tie.
 
     spans (Iterable[Span]): the cluster's mentions.
     RETURNS (str): the name ("" for an empty cluster).
     """
-    ordered = sorted(spans, key=lambda s: (s.start_char, s.end_char))
+    ordered = sorted(spans, key=lambda s: (s.start_char, -s.end_char))
+    if not ordered:
+        return ""
+    representative = representative_of(ordered, ordered[0].doc)
+    if representative is not None:
+        return representative.text
+    best = ordered[0]
     for span in ordered:
-        if is_proper_mention(span):
-            return span.text
-    best = None
-    for span in ordered:
-        if best is None or len(span.text) > len(best.text):
+        if len(span.text) > len(best.text):
             best = span
-    return best.text if best is not None else ""
+    return best.text
 
 
-def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX) -> Dict[str, Any]:
+def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX, *, resolved: bool = False) -> Dict[str, Any]:
     """The JSON record of an annotated Doc.
 
     doc_id (Any): the document id.
     doc (Doc): the Doc with clusters in doc.spans[f"{prefix}_{i}"].
     prefix (str): the span-group prefix of the clusters.
+    resolved (bool): add "resolved" (text) and "edits".
     RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions).
     """
     clusters = []
@@ -66,7 +64,12 @@ def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX) -> Dict[str, Any]
                 "mentions": [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in mentions],
             }
         )
-    return {"id": doc_id, "n_tokens": len(doc), "clusters": clusters}
+    record = {"id": doc_id, "n_tokens": len(doc), "clusters": clusters}
+    if resolved:
+        result = resolve(doc, prefix=prefix)
+        record["resolved"] = result.text
+        record["edits"] = edits_as_records(result)
+    return record
 
 
 def dumps(record: Dict[str, Any]) -> str:
@@ -114,7 +117,7 @@ def annotate_shard(
     nlp (Language): the loaded pipeline.
     plan (ShardPlan): the shard.
     options (Dict[str, Any]): text_field, id_field, encoding, batch_size,
-        formats (list of "jsonl"/"spacy"), prefix, skip_errors.
+        formats (list of "jsonl"/"spacy"), prefix, skip_errors, resolved.
     on_docs (Optional[Callable[[int, int], None]]): called with (documents,
         tokens) as documents are done, for a progress bar.
     RETURNS (Dict[str, Any]): index, digest, counts (n_items, n_docs,
@@ -165,7 +168,7 @@ def annotate_shard(
     die_once = options.get("_die_once")
     docs = nlp.pipe((item.content for item in good), batch_size=int(options.get("batch_size", 8)))
     for item, doc in zip(good, docs):
-        record = doc_record(item.id, doc, prefix)
+        record = doc_record(item.id, doc, prefix, resolved=bool(options.get("resolved")))
         lines.append(dumps(record))
         result["n_docs"] += 1
         result["n_tokens"] += record["n_tokens"]
