@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters
-from .resolution import representative_of
+from .resolution import is_tagged, representative_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy
@@ -76,8 +76,9 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
     clusters = [(n, sorted((s for s in group if len(s)), key=lambda s: (s.start, -s.end))) for n, group in numbered_clusters(doc, prefix)]
     clusters = [(n, spans) for n, spans in clusters if spans]
     records = []
+    tagged = is_tagged(doc)
     for number, spans in clusters:
-        representative = representative_of(spans, doc)
+        representative = representative_of(spans, tagged)
         records.append(
             EntityRecord(
                 cluster=number,

@@ -157,7 +157,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
     prefix (str): the cluster prefix.
     RETURNS (Resolved): .text, .edits, .to_source(start, end).
     """
-    tagged = doc.has_annotation("TAG") or doc.has_annotation("POS")
+    tagged = is_tagged(doc)
     sentence_starts = _sentence_starts(doc)
     quoted = _quoted(doc)
     candidates: List[Tuple[int, int, int, str]] = []  # (start_char, end_char, order, text)
@@ -205,13 +205,20 @@ def _is_proper(span: "Span", tagged: bool) -> bool:
     )
 
 
-def representative_of(mentions: Sequence["Span"], doc: "Doc") -> Optional["Span"]:
+def is_tagged(doc: "Doc") -> bool:
+    """Whether the Doc has part-of-speech tags (a scan of its tokens: ask
+    once a Doc, not once a cluster)."""
+    return doc.has_annotation("TAG") or doc.has_annotation("POS")
+
+
+def representative_of(mentions: Sequence["Span"], tagged: bool) -> Optional["Span"]:
     """A cluster's representative (rule 1): its first proper-noun mention,
     else its first non-pronoun mention, else None.
 
     mentions (Sequence[Span]): the cluster's mentions, in text order.
+    tagged (bool): is_tagged(doc).
     """
-    return _representative(mentions, doc.has_annotation("TAG") or doc.has_annotation("POS"))
+    return _representative(mentions, tagged)
 
 
 def _representative(mentions: Sequence["Span"], tagged: bool) -> Optional["Span"]:

@@ -22,21 +22,23 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
-from ..resolution import edits_as_records, representative_of, resolve
+from ..resolution import edits_as_records, is_tagged, representative_of, resolve
 from .inputs import ShardPlan, read_shard
 
 
-def representative_name(spans) -> str:
+def representative_name(spans, tagged: Optional[bool] = None) -> str:
     """A cluster's name: its representative (resolution.representative_of),
     else (pronouns only) its longest mention, the first of the longest on a tie.
 
     spans (Iterable[Span]): the cluster's mentions.
+    tagged (Optional[bool]): whether the Doc has part-of-speech tags (None:
+        look; pass it when naming many clusters of one Doc).
     RETURNS (str): the name ("" for an empty cluster).
     """
     ordered = sorted(spans, key=lambda s: (s.start_char, -s.end_char))
     if not ordered:
         return ""
-    representative = representative_of(ordered, ordered[0].doc)
+    representative = representative_of(ordered, is_tagged(ordered[0].doc) if tagged is None else tagged)
     if representative is not None:
         return representative.text
     best = ordered[0]
@@ -56,11 +58,12 @@ def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX, *, resolved: bool
     RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions).
     """
     clusters = []
+    tagged = is_tagged(doc)
     for group in cluster_span_groups(doc, prefix):
         mentions = sorted(group, key=lambda s: (s.start_char, s.end_char))
         clusters.append(
             {
-                "name": representative_name(mentions),
+                "name": representative_name(mentions, tagged),
                 "mentions": [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in mentions],
             }
         )
