@@ -81,6 +81,27 @@ def convert_conll(
     typer.echo(f"wrote {output_path}: {stats}")
 
 
+@convert_app.command("ontogum")
+def convert_ontogum(
+    input_path: Path = typer.Argument(..., help="ONTOGUM_DIR: holds conll/ and conllu/, as coref/ontogum/ in the GUM repository."),
+    output_path: Path = typer.Argument(..., help="The DocBin (.spacy) to write."),
+    split: Optional[str] = typer.Option(None, "--split", help="train, dev, test or test2 (GUM's splits; needs --splits). Default: every document."),
+    splits: Optional[Path] = typer.Option(None, "--splits", help="GUM's splits.md."),
+    lang: str = typer.Option("en", "--lang", help="Language of the blank vocab the Docs are made with."),
+) -> None:
+    """Convert OntoGUM's native files (conll/DOC.conll joined with
+    conllu/DOC.conllu) to a DocBin, as `convert conll` converts OntoGUM's
+    CoNLL-2012 form: sentences, speakers, clusters. Masked (Reddit)
+    documents are skipped and counted."""
+    from .corpora.ontogum import ontogum_to_docbin
+
+    try:
+        stats = ontogum_to_docbin(input_path, output_path, split=split, splits_path=splits, lang=lang)
+    except (DataFormatError, OSError, ValueError) as err:
+        raise _fail(err)
+    typer.echo(f"wrote {output_path}: {stats}")
+
+
 @convert_app.command("gap")
 def convert_gap(
     input_path: Path = typer.Argument(..., help="A GAP TSV (with its header row)."),

@@ -275,7 +275,7 @@ def _case(text: str, representative: "Span", tagged: bool, *, start_of_sentence:
     if start_of_sentence:
         return text[0].upper() + text[1:]
     first = representative[0]
-    common = first.pos_ != "PROPN" if tagged and first.pos_ else first.lower_ in FUNCTION_WORDS
+    common = first.pos_ != "PROPN" if tagged and first.pos_ else (first.lower_ in FUNCTION_WORDS or first.lower_ in PRONOUNS)
     if first.is_title and common:
         return text[0].lower() + text[1:]
     return text

@@ -171,6 +171,14 @@ def test_nothing_is_replaced_twice():
     assert len(result.edits) == 1
 
 
+def test_possessive_chain_from_the_readme():
+    doc = NLP("The kids lost their ball. Their mother found it in her car.")
+    doc.spans["coref_clusters_1"] = [doc[0:2], doc[3:4], doc[6:7]]
+    doc.spans["coref_clusters_2"] = [doc[3:5], doc[9:10]]
+    doc.spans["coref_clusters_3"] = [doc[6:8], doc[11:12]]
+    assert resolve(doc).text == "The kids lost the kids' ball. The kids' mother found their ball in their mother's car."
+
+
 def test_representative_with_a_pronoun_inside_is_inserted_as_written():
     doc = by_words(
         "John called his mother. She was happy.",

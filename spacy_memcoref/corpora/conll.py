@@ -117,6 +117,72 @@ class _RawDoc:
     speakers: Optional[List[Optional[str]]] = None
 
 
+class ClusterCollector:
+    """The coreference column of one document, read cell by cell as the
+    reference scorer reads it (the module docstring): a stack of open
+    mentions per cluster id. Shared by the CoNLL-2012 reader and the
+    OntoGUM reader (the same brackets in a three-column file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cache: Dict[str, Optional[_Cell]] = {"-": _EMPTY_CELL, "_": _EMPTY_CELL, "": _EMPTY_CELL}
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new document."""
+        self.stacks: Dict[str, List[Tuple[int, int]]] = {}
+        self.found: Dict[str, List[Mention]] = {}
+
+    def add(self, cell: str, tok: int, lineno: int) -> None:
+        """Read the cell of token `tok` (on line `lineno`)."""
+        parsed = self.cache.get(cell)
+        if parsed is None:
+            if cell in self.cache:
+                parsed = None
+            else:
+                stripped = cell.strip()
+                parsed = _EMPTY_CELL if stripped in NO_VALUE else _parse_cell(stripped)
+                self.cache[cell] = parsed
+            if parsed is None:
+                raise DataFormatError(
+                    self.path, lineno, f"bad coreference cell {quote(cell)}: expected '-' or items like '(12', '12)', "
+                    "'(12)' joined by '|', with integer cluster ids"
+                )
+        if parsed is _EMPTY_CELL:
+            return
+        singles, opens, closes, order = parsed
+        found, stacks = self.found, self.stacks
+        for cid in order:  # clusters are listed in the order their ids first appear
+            if cid not in found:
+                found[cid] = []
+        for cid in singles:
+            found[cid].append((tok, tok))
+        for cid in opens:
+            stack = stacks.get(cid)
+            if stack is None:
+                stack = stacks[cid] = []
+            stack.append((tok, lineno))
+        for cid in closes:
+            stack = stacks.get(cid)
+            if not stack:
+                raise DataFormatError(
+                    self.path, lineno, f"closing bracket '{clip(cid)})' with no open mention of cluster {clip(cid)}"
+                )
+            found[cid].append((stack.pop()[0], tok))
+
+    def finish(self, name: str, end_line: int) -> Clusters:
+        """The document's clusters, once every mention is closed."""
+        for cid, stack in self.stacks.items():
+            if stack:
+                raise DataFormatError(
+                    self.path,
+                    stack[-1][1],
+                    f"a mention of cluster {clip(cid)} opened here is never closed "
+                    f"(document {quote(name)} ends at line {end_line})",
+                )
+        return _ordered_clusters(self.found.values())
+
+
 def _ordered_clusters(found: Iterable[List[Mention]]) -> Clusters:
     """Mentions sorted; clusters in order of first appearance.
 
@@ -153,7 +219,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
     text = _read_text(path)
     if not text.strip():
         raise DataFormatError(path, None, "the file is empty")
-    cell_cache: Dict[str, Optional[_Cell]] = {"-": _EMPTY_CELL, "_": _EMPTY_CELL, "": _EMPTY_CELL}
+    collector = ClusterCollector(path)
     seen: Dict[Tuple[str, str], int] = {}
     in_doc = False
     n_docs = 0
@@ -163,8 +229,6 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
     n_cols = 0
     n_cols_line = 0
     tok = 0
-    stacks: Dict[str, List[Tuple[int, int]]] = {}
-    found: Dict[str, List[Mention]] = {}
     words: List[str] = []
     sent_starts: List[bool] = []
     speakers: List[Optional[str]] = []
@@ -184,8 +248,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                     begin_line = lineno
                     n_cols = 0
                     tok = 0
-                    stacks = {}
-                    found = {}
+                    collector.reset()
                     words, sent_starts, speakers = [], [], []
                     new_sent = True
                 elif _END_RE.match(line):
@@ -200,14 +263,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
             continue
         if line[0] == "#":
             if _END_RE.match(line):
-                for cid, stack in stacks.items():
-                    if stack:
-                        raise DataFormatError(
-                            path,
-                            stack[-1][1],
-                            f"a mention of cluster {clip(cid)} opened here is never closed "
-                            f"(document {quote(name)} ends at line {lineno})",
-                        )
+                clusters = collector.finish(name, lineno)
                 doc_id, part = split_doc_name(name)
                 key = (doc_id, part)
                 if key in seen:
@@ -215,7 +271,6 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                         path, begin_line, f"document {quote(name)} appears twice (first at line {seen[key]})"
                     )
                 seen[key] = begin_line
-                clusters = _ordered_clusters(found.values())
                 raw = _RawDoc(doc_id, part, begin_line, tok, clusters)
                 if full:
                     raw.words, raw.sent_starts, raw.speakers = words, sent_starts, speakers
@@ -253,39 +308,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 path, lineno, f"{len(fields)} columns; a CoNLL-2012 token line needs at least {MIN_COLUMNS} "
                 "(doc id, part, word number, word, ..., coreference last)"
             )
-        cell = fields[-1]
-        parsed = cell_cache.get(cell)
-        if parsed is None:
-            if cell in cell_cache:
-                parsed = None
-            else:
-                stripped = cell.strip()
-                parsed = _EMPTY_CELL if stripped in NO_VALUE else _parse_cell(stripped)
-                cell_cache[cell] = parsed
-            if parsed is None:
-                raise DataFormatError(
-                    path, lineno, f"bad coreference cell {quote(cell)}: expected '-' or items like '(12', '12)', "
-                    "'(12)' joined by '|', with integer cluster ids"
-                )
-        if parsed is not _EMPTY_CELL:
-            singles, opens, closes, order = parsed
-            for cid in order:  # clusters are listed in the order their ids first appear
-                if cid not in found:
-                    found[cid] = []
-            for cid in singles:
-                found[cid].append((tok, tok))
-            for cid in opens:
-                stack = stacks.get(cid)
-                if stack is None:
-                    stack = stacks[cid] = []
-                stack.append((tok, lineno))
-            for cid in closes:
-                stack = stacks.get(cid)
-                if not stack:
-                    raise DataFormatError(
-                        path, lineno, f"closing bracket '{clip(cid)})' with no open mention of cluster {clip(cid)}"
-                    )
-                found[cid].append((stack.pop()[0], tok))
+        collector.add(fields[-1], tok, lineno)
         if full:
             word = fields[WORD_COLUMN]
             if not word:
