@@ -128,3 +128,43 @@ def test_partly_frozen_mpnet_equals_the_full_encoder(tiny_mpnet):
     hf = find_transformer(part).transformer
     assert not any(p.requires_grad for p in hf.encoder.relative_attention_bias.parameters())
     assert all(p.requires_grad for p in hf.encoder.layer[3].parameters())
+
+
+def test_disk_cache_serves_a_later_run_and_only_the_same_encoder(tmp_path, monkeypatch):
+    import torch
+
+    from spacy_memcoref.models import frozen_encoder as module
+
+    nlp = spacy.blank("en")
+    docs = _docs(nlp)
+    folder = str(tmp_path / "vectors")
+    first = frozen_encoder(build_embedded_transformer(), encoder_layers=4, cache_mb=64, cache_dir=folder)
+    first.initialize(X=docs)
+    expected, _ = first(docs, is_train=True)
+    written = list((tmp_path / "vectors").rglob("*.npy"))
+    assert len(written) == 3 and len({p.parent for p in written}) == 1
+    # a new run with the same encoder reads them instead of encoding
+    second = frozen_encoder(build_embedded_transformer(), encoder_layers=4, cache_mb=64, cache_dir=folder)
+    second.initialize(X=docs)
+    encode = module._encode
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_encode", lambda *args: pytest.fail("the encoder ran"))
+        got, _ = second(docs, is_train=True)
+    assert module._encode is encode
+    for a, b in zip(got, expected):
+        numpy.testing.assert_array_equal(a, b)
+    # other settings, or other weights: another fingerprint, another folder
+    other = frozen_encoder(build_embedded_transformer(), encoder_layers=2, cache_mb=64, cache_dir=folder)
+    other.initialize(X=docs)
+    other(docs[:1], is_train=True)
+    changed = frozen_encoder(build_embedded_transformer(), encoder_layers=4, cache_mb=64, cache_dir=folder)
+    changed.initialize(X=docs)
+    hf = find_transformer(changed).transformer
+    with torch.no_grad():
+        next(hf.parameters()).add_(1.0)
+    changed(docs[:1], is_train=True)
+    assert len({p.parent for p in (tmp_path / "vectors").rglob("*.npy")}) == 3
+    # nothing half-written is left
+    assert not list((tmp_path / "vectors").rglob("*.tmp"))
+    with pytest.raises(ValueError, match="frozen_cache_dir"):
+        frozen_encoder(build_embedded_transformer(), cache_dir="")

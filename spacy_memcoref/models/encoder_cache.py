@@ -84,3 +84,75 @@ class EncoderCache:
         self._rows.clear()
         self._sizes.clear()
         self.used = 0
+
+
+class DiskStore:
+    """Arrays by key as .npy files in `folder/fingerprint/`, so that later
+    runs with the same frozen encoder (other seeds, other head settings)
+    skip it. The fingerprint names the encoder (its weights and settings):
+    another encoder never reads these vectors. Files are written to a
+    temporary name and renamed, so a killed run leaves no half file.
+    """
+
+    def __init__(self, folder: str, fingerprint: str) -> None:
+        from pathlib import Path
+
+        self.path = Path(folder) / fingerprint
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.reads = 0
+        self.writes = 0
+
+    def _file(self, key: bytes):
+        return self.path / f"{key.hex()}.npy"
+
+    def get(self, key: bytes) -> Optional[Any]:
+        """The array stored under key, or None."""
+        import numpy
+
+        path = self._file(key)
+        if not path.exists():
+            return None
+        self.reads += 1
+        return numpy.load(path, allow_pickle=False)
+
+    def put(self, key: bytes, value: Any) -> None:
+        """Store a numpy array under key."""
+        import os
+
+        import numpy
+
+        path = self._file(key)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as out:
+            numpy.save(out, numpy.ascontiguousarray(value), allow_pickle=False)
+        os.replace(tmp, path)
+        self.writes += 1
+
+
+def model_fingerprint(model: Any, *settings: Any) -> str:
+    """A digest of a Thinc model's weights (its own parameters and those of
+    the torch modules in its shims) and of `settings`: equal only for the same
+    encoder with the same settings."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(settings).encode("utf8"))
+    for node in model.walk():
+        digest.update(node.name.encode("utf8"))
+        for name in node.param_names:
+            if node.has_param(name):
+                array = node.ops.to_numpy(node.get_param(name))
+                digest.update(name.encode("utf8"))
+                digest.update(array.tobytes())
+        for shim in node.shims:
+            module = getattr(shim, "_model", None)
+            if module is None or not hasattr(module, "state_dict"):
+                continue
+            for name, tensor in module.state_dict().items():
+                digest.update(name.encode("utf8"))
+                digest.update(tensor.detach().cpu().contiguous().view(-1).view(dtype=_byte_dtype()).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _byte_dtype():
+    import torch
+
+    return torch.uint8

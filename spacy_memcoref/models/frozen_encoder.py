@@ -15,7 +15,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .encoder import encode_for_inference
-from .encoder_cache import EncoderCache, words_key
+from .encoder_cache import DiskStore, EncoderCache, model_fingerprint, words_key
 from .transformer_node import find_transformer
 
 
@@ -37,7 +37,11 @@ def frozen_options_error(tok2vec: Model, freeze_encoder: bool, encoder_layers: i
 
 
 def frozen_encoder(
-    tok2vec: Model[List[Doc], List[Floats2d]], *, encoder_layers: int = 1, cache_mb: int = 0
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    *,
+    encoder_layers: int = 1,
+    cache_mb: int = 0,
+    cache_dir: Optional[str] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
     """Run a tok2vec without training it: prediction mode forward, no
     gradient back (the returned backprop ignores its input).
@@ -48,15 +52,20 @@ def frozen_encoder(
         TransformerModel, concatenated and mean-pooled to spaCy tokens.
     cache_mb (int): once training has begun, keep each Doc's vectors, up to
         this many megabytes, least recently used out (0: no cache).
+    cache_dir (Optional[str]): also keep them on disk in this folder (under
+        a fingerprint of the encoder's weights and settings), so later
+        training runs with the same encoder skip it; None: memory only.
     RETURNS (Model[List[Doc], List[Floats2d]]): the frozen encoder.
     """
     from thinc.api import reduce_mean
 
     if isinstance(cache_mb, bool) or not isinstance(cache_mb, int) or cache_mb < 0:
         raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {cache_mb!r}")
+    if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir):
+        raise ValueError(f"frozen_cache_dir must be a folder name or null, got {cache_dir!r}")
     return Model(
         "frozen_encoder",
-        _CachingForward(EncoderCache(cache_mb * 2**20)),
+        _CachingForward(EncoderCache(cache_mb * 2**20), cache_dir),
         init=_frozen_init,
         layers=[tok2vec, reduce_mean()],
         attrs={"encoder_layers": encoder_layers, "cache_mb": cache_mb},
@@ -68,13 +77,21 @@ class _CachingForward:
     Model cannot hold it: its attrs are serialized, and it takes no weak
     references). The cache is used from the first training call on."""
 
-    def __init__(self, cache: EncoderCache) -> None:
+    def __init__(self, cache: EncoderCache, cache_dir: Optional[str] = None) -> None:
         self.cache = cache
+        self.cache_dir = cache_dir
+        self.disk: Optional[DiskStore] = None
         self.training = False
 
     def __call__(self, model: Model, docs: List[Doc], is_train: bool):
         self.training = self.training or is_train
-        return _frozen_forward(model, docs, self.cache if self.training else None)
+        if not self.training:
+            return _frozen_forward(model, docs, None, None)
+        if self.cache_dir is not None and self.disk is None:
+            # the weights are fixed from here on: fingerprint them once
+            settings = ("frozen_encoder", model.attrs["encoder_layers"], model.layers[0].attrs.get("inference_segments"))
+            self.disk = DiskStore(self.cache_dir, model_fingerprint(model.layers[0], *settings))
+        return _frozen_forward(model, docs, self.cache, self.disk)
 
 
 def frozen_cache(model: Model) -> Optional[EncoderCache]:
@@ -98,17 +115,26 @@ def _encode(model: Model, docs: List[Doc]) -> List[Floats2d]:
     return encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k))
 
 
-def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache]):
-    if cache is None or cache.limit == 0:
+def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache], disk: Optional[DiskStore]):
+    if cache is None or (cache.limit == 0 and disk is None):
         vectors = _encode(model, docs)
     else:
         keys = [words_key([t.text for t in doc], [bool(t.whitespace_) for t in doc]) for doc in docs]
         found = [cache.get(key) for key in keys]
+        if disk is not None:
+            for i, value in enumerate(found):
+                if value is None:
+                    value = disk.get(keys[i])
+                    if value is not None:
+                        found[i] = model.ops.asarray2f(value)
+                        cache.put(keys[i], found[i])
         missing = [i for i, value in enumerate(found) if value is None]
         if missing:
             for i, value in zip(missing, _encode(model, [docs[i] for i in missing])):
                 found[i] = value
                 cache.put(keys[i], value)
+                if disk is not None:
+                    disk.put(keys[i], model.ops.to_numpy(value))
         vectors = found
 
     def backprop(d_vectors: List[Floats2d]) -> List[Doc]:

@@ -76,6 +76,7 @@ def build_petra(
     encoder_layers: int = 4,
     layer_mix: bool = False,
     frozen_cache_mb: int = 2048,
+    frozen_cache_dir: Optional[str] = None,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 
@@ -106,6 +107,9 @@ def build_petra(
         evaluation Doc's encoder output once training has begun, up to this
         many megabytes, least recently used out, so the encoder runs once a
         text (0: every batch); a pipeline that only predicts keeps nothing.
+    frozen_cache_dir (Optional[str]): with freeze_encoder, also keep that
+        output on disk in this folder (keyed by the encoder's weights), so
+        later runs (other seeds, other head settings) skip the encoder.
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
         prediction dict a doc: clusters, memory_log, gap).
     """
@@ -170,7 +174,9 @@ def build_petra(
         spans, pairs = target
         return SparseGold(spans=spans, pairs=pairs), n_missed
 
-    encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb) if freeze_encoder else tok2vec
+    encoder = tok2vec
+    if freeze_encoder:
+        encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb, cache_dir=frozen_cache_dir)
     return build_coref_model(
         PETRA_MODEL_NAME,
         encoder,

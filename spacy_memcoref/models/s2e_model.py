@@ -38,6 +38,7 @@ def build_s2e(
     link_threshold: float = 0.0,
     learn_link_bias: bool = False,
     frozen_cache_mb: int = 2048,
+    frozen_cache_dir: Optional[str] = None,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -70,6 +71,9 @@ def build_s2e(
         evaluation Doc's encoder output once training has begun, up to this
         many megabytes, least recently used out, so the encoder runs once a
         text (0: every batch); a pipeline that only predicts keeps nothing.
+    frozen_cache_dir (Optional[str]): with freeze_encoder, also keep that
+        output on disk in this folder (keyed by the encoder's weights), so
+        later runs (other seeds, other head settings) skip the encoder.
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -116,7 +120,7 @@ def build_s2e(
         )
 
     if freeze_encoder:
-        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb)
+        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb, cache_dir=frozen_cache_dir)
     return build_coref_model(
         "s2e",
         tok2vec,
