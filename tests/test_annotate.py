@@ -483,3 +483,18 @@ def test_resolved_records_match_resolve_and_predict_option(model_dir, reference,
     assert result.exit_code == 0, result.output
     for doc in DocBin().from_disk(predicted).get_docs(nlp.vocab):
         assert doc.user_data["resolved"]["text"] == resolve(doc).text
+
+
+def test_text_longer_than_max_length_is_a_bad_document(model_dir, tmp_path):
+    """spaCy's E088 used to stop the whole shard, even with --skip-errors,
+    naming no file, line or id; every rerun stopped there again."""
+    corpus = tmp_path / "long.jsonl"
+    long_text = "word " * 200_001  # 1,000,005 characters: over spaCy's default max_length
+    write_jsonl(corpus, [TEXTS[0], long_text, TEXTS[1]], ids=["a", "huge", "b"])
+    with pytest.raises(BadInput, match=r"long\.jsonl:2: text of 1,000,005 characters is longer than the pipeline's nlp\.max_length \(1,000,000"):
+        annotate_corpus(model_dir, corpus, tmp_path / "out", progress=False)
+    summary = annotate_corpus(model_dir, corpus, tmp_path / "out2", skip_errors=True, progress=False)
+    assert [r["id"] for r in read_records(tmp_path / "out2")] == ["a", "b"]
+    (error,) = read_errors(tmp_path / "out2")
+    assert error["id"] == "huge" and error["line"] == 2 and "E088" in error["reason"]
+    assert summary.documents + summary.errors == 3

@@ -15,6 +15,7 @@ longest mention. With `resolved`, the record also has "resolved" (the text
 with pronouns replaced, spacy_memcoref.resolve) and "edits" (one
 {"source": [start, end], "target": [start, end], "text": ...} a replacement).
 """
+import dataclasses
 import json
 import os
 import resource
@@ -23,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
 from ..resolution import edits_as_records, is_tagged, representative_of, resolve
-from .inputs import ShardPlan, read_shard
+from .inputs import Item, ShardPlan, read_shard
 
 
 def representative_name(spans, tagged: Optional[bool] = None) -> str:
@@ -108,6 +109,19 @@ def _die_once(spec: Optional[Dict[str, Any]], index: int) -> None:
     os._exit(17)
 
 
+def _refuse_too_long(item: Item, max_length: int) -> Item:
+    """A text longer than nlp.max_length is a bad document (spaCy would stop
+    the whole shard with E088): named by file and line like a bad line, and
+    skipped with --skip-errors."""
+    if item.error is None and isinstance(item.content, str) and len(item.content) > max_length:
+        reason = (
+            f"text of {len(item.content):,} characters is longer than the pipeline's nlp.max_length "
+            f"({max_length:,}; spaCy's E088): split the text, or raise nlp.max_length in the pipeline's config"
+        )
+        return dataclasses.replace(item, content=None, error=reason, excerpt=item.content[:80] + "...")
+    return item
+
+
 def annotate_shard(
     nlp,
     plan: ShardPlan,
@@ -154,6 +168,7 @@ def annotate_shard(
     )
     if len(items) != plan.n_items:
         raise RuntimeError(f"shard {plan.index}: read {len(items)} items, planned {plan.n_items} (did the input change?)")
+    items = [_refuse_too_long(item, nlp.max_length) for item in items]
     bad = [item for item in items if item.error is not None]
     if bad and not options.get("skip_errors"):
         result["fatal"] = bad[0].error_message()
