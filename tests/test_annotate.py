@@ -18,6 +18,7 @@ from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_
 from spacy_memcoref.annotate.output import OutputMismatch
 from spacy_memcoref.annotate.runner import BadInput, _InjectedFailure
 from spacy_memcoref.cli import app
+from spacy_memcoref.errors import DataFormatError
 from test_s2e import make_examples, s2e_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -498,3 +499,19 @@ def test_text_longer_than_max_length_is_a_bad_document(model_dir, tmp_path):
     (error,) = read_errors(tmp_path / "out2")
     assert error["id"] == "huge" and error["line"] == 2 and "E088" in error["reason"]
     assert summary.documents + summary.errors == 3
+
+
+def test_truncated_docbin_is_called_truncated_everywhere(model_dir, tmp_path):
+    nlp = spacy.blank("en")
+    whole = DocBin(docs=[nlp(t) for t in TEXTS[:3]]).to_bytes()
+    folder = tmp_path / "bins"
+    folder.mkdir()
+    (folder / "a.spacy").write_bytes(whole)
+    (folder / "b.spacy").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataFormatError, match=r"b\.spacy: a truncated or corrupt DocBin"):
+        annotate_corpus(model_dir, folder, tmp_path / "out", progress=False)
+    runner = CliRunner()
+    for args in (["predict", model_dir, str(folder / "b.spacy"), str(tmp_path / "p.spacy")], ["export", "conll", str(folder / "b.spacy"), str(tmp_path / "e.conll")]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1
+        assert "truncated or corrupt DocBin" in result.output and "v2" not in result.output, result.output

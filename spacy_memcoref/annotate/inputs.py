@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
+from ..corpora.docbin import docbin_error
 from ..errors import DataFormatError
 
 KINDS = ("jsonl", "txt", "spacy")
@@ -215,7 +216,7 @@ def _docbin_len(path: str) -> Tuple[int, str]:
     try:
         n_docs = len(DocBin().from_bytes(data))
     except Exception as err:  # zlib / msgpack errors of a file that is not a DocBin
-        raise DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}") from None
+        raise docbin_error(path, data[:2], err) from None
     return n_docs, hashlib.sha1(data).hexdigest()
 
 

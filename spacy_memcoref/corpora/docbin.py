@@ -10,6 +10,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.vocab import Vocab
 
 
+# a DocBin is zlib-compressed msgpack: zlib's first byte at its default
+# window size, then a check byte
+ZLIB_HEADER = b"\x78"
+
+
+def docbin_error(path: Union[str, Path], head: bytes, err: Exception) -> DataFormatError:
+    """Why bytes starting with `head` did not load as a DocBin: a file that
+    begins like one is truncated or corrupt (spaCy's own message, E1014, then
+    suggests converting spaCy v2 JSON, which misleads); anything else is not
+    a DocBin at all. The one home of this rule (predict, export, annotate)."""
+    if head[:1] == ZLIB_HEADER:
+        return DataFormatError(
+            path, None, "a truncated or corrupt DocBin (.spacy) file: it starts like one but does not decompress "
+            "and decode to the end (was it copied or written completely?)"
+        )
+    return DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}")
+
+
 def load_docbin(path: Union[str, Path]) -> "DocBin":
     """Load a DocBin that holds at least one Doc (user data included).
 
@@ -30,7 +48,9 @@ def load_docbin(path: Union[str, Path]) -> "DocBin":
     except OSError:
         raise
     except Exception as err:  # zlib / msgpack / srsly errors of a file that is not a DocBin
-        raise DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}") from None
+        with open(path, "rb") as file_:
+            head = file_.read(2)
+        raise docbin_error(path, head, err) from None
     if len(docbin) == 0:
         raise DataFormatError(path, None, "the DocBin holds no Docs")
     return docbin
