@@ -67,13 +67,9 @@ def build_s2e(
         pair scores above this (null scores 0; lower links more).
     learn_link_bias (bool): a learned scalar added to every pair score, so
         training moves the link decision as a whole (not in the paper).
-    frozen_cache_mb (int): with freeze_encoder, keep each training and
-        evaluation Doc's encoder output once training has begun, up to this
-        many megabytes, least recently used out, so the encoder runs once a
-        text (0: every batch); a pipeline that only predicts keeps nothing.
-    frozen_cache_dir (Optional[str]): with freeze_encoder, also keep that
-        output on disk in this folder (keyed by the encoder's weights), so
-        later runs (other seeds, other head settings) skip the encoder.
+    frozen_cache_mb (int), frozen_cache_dir (Optional[str]): with
+        freeze_encoder, the frozen encoder's cache in memory and on disk, as
+        in spacy_memcoref.PeTra.v1 (frozen_encoder.frozen_encoder).
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
