@@ -494,6 +494,13 @@ def test_text_longer_than_max_length_is_a_bad_document(model_dir, tmp_path):
     write_jsonl(corpus, [TEXTS[0], long_text, TEXTS[1]], ids=["a", "huge", "b"])
     with pytest.raises(BadInput, match=r"long\.jsonl:2: text of 1,000,005 characters is longer than the pipeline's nlp\.max_length \(1,000,000"):
         annotate_corpus(model_dir, corpus, tmp_path / "out", progress=False)
+    # a failed first run leaves nothing behind (it used to leave .annotate.lock)
+    assert not (tmp_path / "out").exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(BadInput):
+        annotate_corpus(model_dir, corpus, existing, progress=False)
+    assert existing.is_dir() and not list(existing.iterdir())
     summary = annotate_corpus(model_dir, corpus, tmp_path / "out2", skip_errors=True, progress=False)
     assert [r["id"] for r in read_records(tmp_path / "out2")] == ["a", "b"]
     (error,) = read_errors(tmp_path / "out2")

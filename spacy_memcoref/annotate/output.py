@@ -9,6 +9,7 @@ done again (and its files replaced), never appended to, so a rerun neither
 loses nor duplicates a document. Only one run writes a folder at a time (a
 lock file).
 """
+import contextlib
 import glob
 import hashlib
 import json
@@ -82,6 +83,7 @@ class OutputDir:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"OUTPUT_DIR {self.path} exists and is not a folder")
+        self._created = not self.path.exists()
         self.path.mkdir(parents=True, exist_ok=True)
         if not os.access(self.path, os.W_OK):
             raise ValueError(f"OUTPUT_DIR {self.path} is not writable")
@@ -92,7 +94,7 @@ class OutputDir:
             self._clean_temporary_files()
             self.manifest = self._load(overwrite)
         except BaseException:
-            self.close()
+            self.close(failed=True)
             raise
 
     # ----- setup --------------------------------------------------------------
@@ -110,16 +112,24 @@ class OutputDir:
             self._lock_file = None
             raise ValueError(f"another `annotate` run is writing to {self.path}") from None
 
-    def close(self) -> None:
-        if self._lock_file is not None:
-            self._lock_file.close()
-            self._lock_file = None
+    def close(self, *, failed: bool = False) -> None:
+        """Release the lock. After a failed run that wrote nothing, leave no
+        trace: the lock file goes, and the folder too when this run made it."""
+        if self._lock_file is None:
+            return
+        self._lock_file.close()
+        self._lock_file = None
+        if failed and not self._shard_files() and not (self.path / MANIFEST).exists():
+            with contextlib.suppress(OSError):
+                (self.path / LOCK).unlink()
+                if self._created:
+                    self.path.rmdir()  # only when empty
 
     def __enter__(self) -> "OutputDir":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(failed=exc_type is not None)
 
     def _clean_temporary_files(self) -> None:
         """Remove what a killed run left half-written (atomic_output's temps)."""
