@@ -90,10 +90,12 @@ def build_pipeline(
     chunk_size: Optional[int] = None,
     hidden_size: Optional[int] = None,
     bfloat16: bool = False,
+    encoder: Optional[str] = None,
 ):
     """spacy.blank("en") + memcoref (s2e over the embedded MiniLM), initialized;
     the arguments override the component's model config when given
-    (bfloat16: the encoder under bfloat16 autocast, as configs/s2e.cfg)."""
+    (bfloat16: the encoder under bfloat16 autocast, as configs/s2e.cfg;
+    encoder: a Hugging Face name or path in place of the MiniLM)."""
     import spacy
 
     model: Dict[str, Any] = {}
@@ -103,8 +105,8 @@ def build_pipeline(
         model["max_antecedents"] = max_antecedents
     if chunk_size is not None:
         model["chunk_size"] = chunk_size
-    if bfloat16:
-        model["tok2vec"] = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": True}
+    if bfloat16 or encoder:
+        model["tok2vec"] = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": bfloat16, "name": encoder}
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config={"model": model} if model else {})
     nlp.initialize()

@@ -47,6 +47,7 @@ def parse_args(argv=None):
     p.add_argument("--hidden-size", type=int, default=None, help="model.hidden_size; None = the component default (512)")
     p.add_argument("--chunk-size", type=int, default=None, help="model.chunk_size; None = the component default (512)")
     p.add_argument("--bfloat16", action="store_true", help="the encoder in bfloat16 (tok2vec.bfloat16, as configs/s2e.cfg)")
+    p.add_argument("--encoder", default=None, help="a Hugging Face name or path in place of the embedded MiniLM (e.g. the base presets' encoder)")
     p.add_argument("--no-sents", action="store_true", help="drop sentence boundaries (as for raw text in a blank pipeline)")
     p.add_argument("--data", default=None, help=f"LitBank folder; None = {C.LITBANK}")
     p.add_argument(
@@ -206,7 +207,7 @@ def main(argv=None):
         return 0
     threads = C.set_threads(args.threads)
     t0 = time.perf_counter()
-    nlp = C.build_pipeline(max_antecedents=args.max_antecedents, chunk_size=args.chunk_size, hidden_size=args.hidden_size, bfloat16=args.bfloat16)
+    nlp = C.build_pipeline(max_antecedents=args.max_antecedents, chunk_size=args.chunk_size, hidden_size=args.hidden_size, bfloat16=args.bfloat16, encoder=args.encoder)
     load_s = time.perf_counter() - t0
     comp = nlp.get_pipe("memcoref")
     tok2vec, head_layer = comp.model.layers[:2]
