@@ -357,7 +357,7 @@ def tune_gap_threshold_cmd(
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Calibrate PeTra's GAP link probabilities and choose its decision
-    threshold on validation data. First Platt scaling: the [scale, shift] of
+    threshold on validation data. First Platt scaling: the (scale, shift) of
     sigmoid(scale * logit(p) + shift) with the least log loss on the A and B
     candidates (with --calibrate, the default); then the threshold of 0.01,
     0.02, ..., 1.00 with the best overall GAP F1 on the calibrated

@@ -597,4 +597,7 @@ def test_layer_mix_over_all_embedded_encoder_layers_learns_and_round_trips():
     restored = spacy.blank("en").from_config(nlp.config)
     restored.from_bytes(nlp.to_bytes())
     after = [restored(doc.copy()) for doc in docs]
-    assert_logs_equal(logs_of(before), logs_of(after))
+    # close, not equal: the trained pipeline's frozen encoder reads these
+    # texts from its cache, computed in training batches of other sizes
+    # (the transformer's rounding depends on the batch, ~1e-7)
+    assert_logs_equal(logs_of(before), logs_of(after), exact=False)
