@@ -2,8 +2,7 @@
 used out. The frozen encoder keeps a Doc's token vectors in it (keyed by the
 Doc's words); the partly frozen transformer keeps a window's bottom-layer
 output (keyed by its word-piece ids). Neither imports torch here: a value is
-any array with `nbytes` (numpy, cupy) or `numel()` and `element_size()`
-(torch).
+any array with `nbytes` (numpy, cupy, torch).
 """
 import hashlib
 from collections import OrderedDict
@@ -12,9 +11,7 @@ from typing import Any, Hashable, Optional, Sequence
 
 def value_nbytes(value: Any) -> int:
     """RETURNS (int): the bytes an array (numpy, cupy or torch) holds."""
-    if hasattr(value, "nbytes") and not callable(getattr(value, "numel", None)):
-        return int(value.nbytes)
-    return int(value.numel() * value.element_size())
+    return int(value.nbytes)
 
 
 def words_key(words: Sequence[str], spaces: Sequence[bool]) -> bytes:
@@ -146,13 +143,9 @@ def model_fingerprint(model: Any, *settings: Any) -> str:
             module = getattr(shim, "_model", None)
             if module is None or not hasattr(module, "state_dict"):
                 continue
+            import torch  # only a model with torch shims gets here
+
             for name, tensor in module.state_dict().items():
                 digest.update(name.encode("utf8"))
-                digest.update(tensor.detach().cpu().contiguous().view(-1).view(dtype=_byte_dtype()).numpy().tobytes())
+                digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
-
-
-def _byte_dtype():
-    import torch
-
-    return torch.uint8
