@@ -64,6 +64,7 @@ evidence, to check the counts by hand (the README gives the agreement on a
 hand-checked sample).
 """
 import argparse
+import tarfile
 import json
 import re
 import sys
@@ -309,7 +310,12 @@ def derive_rows(
 
 def read_litbank(path: Path) -> Iterable[Tuple[str, List[str], List[bool], List[List[Mention]]]]:
     """(doc_id, words, sentence starts, clusters) for each document of a
-    CoNLL file or of every *.conll / *_conll file under a folder (sorted)."""
+    CoNLL file, of every *.conll / *_conll file under a folder (sorted), or of
+    the coref/conll/ folder inside LitBank's GitHub archive (.tar.gz, what
+    the project's asset fetches)."""
+    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
+        yield from _read_litbank_archive(path)
+        return
     from spacy.vocab import Vocab
 
     from spacy_memcoref.corpora.conll import read_conll_docs
@@ -327,6 +333,27 @@ def read_litbank(path: Path) -> Iterable[Tuple[str, List[str], List[bool], List[
         yield doc_id, [t.text for t in doc], [bool(t.is_sent_start) for t in doc], clusters
 
 
+def _read_litbank_archive(path: Path):
+    """The documents of ARCHIVE/*/coref/conll/*.conll, extracted to a
+    temporary folder (plain files only: no links, no paths outside it)."""
+    import tempfile
+
+    from spacy_memcoref.errors import DataFormatError
+
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(path, "r:gz") as archive:
+        members = [
+            m for m in archive.getmembers()
+            if m.isfile() and "/coref/conll/" in m.name and m.name.endswith(".conll") and ".." not in m.name.split("/")
+        ]
+        if not members:
+            raise DataFormatError(path, None, "no */coref/conll/*.conll file in the archive (is it LitBank's GitHub archive?)")
+        for member in members:
+            target = Path(tmp) / Path(member.name).name
+            with archive.extractfile(member) as src:
+                target.write_bytes(src.read())
+        yield from read_litbank(Path(tmp))
+
+
 def write_tsv(rows: Sequence[Dict], path: Path) -> None:
     """The people-counting TSV, written to a temporary file and renamed (never
     half-written)."""
@@ -341,7 +368,7 @@ def write_tsv(rows: Sequence[Dict], path: Path) -> None:
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("litbank", type=Path, help="LitBank's coreference CoNLL files: a folder (e.g. ../shared/data/litbank) or one file")
+    p.add_argument("litbank", type=Path, help="LitBank's coreference CoNLL files: a folder (e.g. ../shared/data/litbank), one file, or LitBank's GitHub archive (.tar.gz)")
     p.add_argument("output", type=Path, help="the TSV to write (ID, Text, Count)")
     p.add_argument("--min-tokens", type=int, default=50, help="shortest window, tokens")
     p.add_argument("--max-tokens", type=int, default=130, help="longest window, tokens")
@@ -357,7 +384,7 @@ def main(argv=None) -> int:
     if not args.litbank.exists():
         print(
             f"error: LitBank not found at {args.litbank}: point at its coreference CoNLL files "
-            "(LitBank's coref/conll folder; in the project: --vars.litbank_dir)",
+            "(LitBank's coref/conll folder or its GitHub archive; in the project: --vars.litbank)",
             file=sys.stderr,
         )
         return 1
@@ -375,8 +402,8 @@ def main(argv=None) -> int:
             for key, value in stats.items():
                 totals[key] = totals.get(key, 0) + value
             n_docs += 1
-    except (DataFormatError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (DataFormatError, OSError, EOFError, tarfile.TarError) as err:
+        print(f"error: {err if isinstance(err, DataFormatError) else f'{args.litbank}: {err}'}", file=sys.stderr)
         return 1
     if not rows:
         print(f"error: no window of {args.min_tokens}..{args.max_tokens} tokens in {args.litbank}", file=sys.stderr)

@@ -1,9 +1,11 @@
 """Merge the JSON results of the evaluation steps into one report:
 
-    python scripts/report.py metrics/report.json metrics/report.md metrics/s2e/ontonotes_test.json metrics/petra/gap_test.json ...
+    python scripts/report.py [--corpus corpus/ontogum/sources.json] metrics/report.json metrics/report.md \
+        metrics/s2e/ontogum_test.json metrics/petra/gap_test.json ...
 
 writes the JSON report ({model: {evaluation: scores}}, the model and
-evaluation taken from each input's folder and file name) and a Markdown table,
+evaluation taken from each input's folder and file name; with --corpus, a
+"data" entry: s2e's corpus as check-data described it) and a Markdown table,
 and prints the table. Scores in [0, 1] are shown as
 percentages in the table and kept as fractions in the JSON.
 """
@@ -42,6 +44,10 @@ def fmt(key, value) -> str:
 
 
 def main(argv) -> int:
+    corpus = None
+    if argv[:1] == ["--corpus"] and len(argv) > 1:
+        corpus = json.loads(Path(argv[1]).read_text(encoding="utf8"))
+        argv = argv[2:]
     if len(argv) < 3 or not argv[0].endswith(".json") or not argv[1].endswith(".md"):
         print(__doc__, file=sys.stderr)
         return 2
@@ -52,7 +58,19 @@ def main(argv) -> int:
         data = json.loads(path.read_text(encoding="utf8"))
         report.setdefault(path.parent.name, {})[path.stem] = data
     lines = ["# Evaluation report", ""]
+    if corpus is not None:
+        test = corpus["splits"]["test"]
+        test_name = test.get("split", "test")
+        lines += [
+            f"s2e's corpus: **{corpus['name']}** ({corpus['license']}); "
+            f"scored on its {test_name} split" + (" (dev scores: dev also chose the checkpoint)" if corpus.get("test_is_dev") else "") + ".",
+            "PeTra: GAP (development: training; validation: checkpoint and threshold).",
+            "",
+        ]
+        report["data"] = {"s2e": {k: corpus[k] for k in ("corpus", "name", "url", "license", "test_is_dev", "digest")}}
     for model, results in report.items():
+        if model == "data":
+            continue
         lines.append(f"## {model}")
         lines.append("")
         for evaluation, scores in results.items():

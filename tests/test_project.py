@@ -267,17 +267,32 @@ def test_var_defaults_are_the_configs_own_values():
     assert variables["gpu_id"] == -1
 
 
-def test_gap_assets_come_from_the_gap_repository_with_checksums():
+def test_assets_are_public_and_pinned():
     config = load_project()
-    gap = [a for a in config["assets"] if "url" in a]
+    assets = config["assets"]
+    gap = [a for a in assets if "url" in a and "gap-coreference" in a["url"]]
     assert [Path(a["dest"]).name for a in gap] == ["gap-development.tsv", "gap-validation.tsv", "gap-test.tsv"]
     for asset in gap:
         assert asset["url"] == (
             "https://raw.githubusercontent.com/google-research-datasets/gap-coreference/master/" + Path(asset["dest"]).name
         )
-    assert all(re.fullmatch(r"[0-9a-f]{32}", a["checksum"]) for a in gap)
-    provided = [a for a in config["assets"] if "url" not in a]
+        assert re.fullmatch(r"[0-9a-f]{32}", asset["checksum"])
+    # OntoGUM: GUM's coref/ontogum and splits.md at the release tag, where the variables point
+    gum = {a["git"]["path"]: a for a in assets if "git" in a}
+    assert set(gum) == {"coref/ontogum", "splits.md"}
+    for asset in gum.values():
+        assert asset["git"]["repo"] == "https://github.com/amir-zeldes/gum" and asset["git"]["branch"] == "V11.1.0"
+    assert gum["coref/ontogum"]["dest"] == config["vars"]["ontogum_dir"]
+    assert gum["splits.md"]["dest"] == config["vars"]["ontogum_splits"]
+    # LitBank: the archive of one commit (40 hex digits), the default of vars.litbank
+    (litbank,) = [a for a in assets if "url" in a and "litbank" in a["url"]]
+    assert re.fullmatch(r"https://github.com/dbamman/litbank/archive/[0-9a-f]{40}\.tar\.gz", litbank["url"])
+    assert litbank["dest"] == config["vars"]["litbank"]
+    # OntoNotes: provided by the user, only fetched with --extra (no download exists)
+    provided = [a for a in assets if "url" not in a and "git" not in a]
     assert [_norm(a["dest"]) for a in provided] == ["assets/ontonotes/train", "assets/ontonotes/dev", "assets/ontonotes/test"]
+    assert all(a.get("extra") for a in provided)
+    assert config["vars"]["corpus"] == "ontogum"  # the public route is the default
 
 
 def test_gap_checksums_match_the_shared_copies():
@@ -290,22 +305,31 @@ def test_gap_checksums_match_the_shared_copies():
 
 
 def test_vars_point_at_other_data():
-    # the documented offline run on OntoGUM + shared GAP: the test split is the dev split
+    # the documented offline run on the shared OntoGUM copy + shared GAP: "test" is dev
     config = load_project(
         {
             "vars.gap_dir": "../shared/data/gap",
             "vars.gap_test": "../shared/data/gap/gap-validation.tsv",
-            "vars.conll_dir": "../shared/data/ontogum",
-            "vars.conll_test_dir": "../shared/data/ontogum/dev",
+            "vars.ontogum_dir": "../shared/data/ontogum_raw",
+            "vars.ontogum_splits": "corpus/shared_splits.md",
+            "vars.ontogum_test_split": "dev",
+            "vars.litbank": "../shared/data/litbank",
         }
     )
     cmds = commands(config)
-    assert cmds["convert-ontonotes"]["deps"] == [
-        "../shared/data/ontogum/train/",
-        "../shared/data/ontogum/dev/",
-        "../shared/data/ontogum/dev/",
-    ]
+    check = cmds["check-data"]["script"][0]
+    assert "--corpus ontogum --ontogum ../shared/data/ontogum_raw corpus/shared_splits.md dev" in check
+    assert "--manifest corpus/ontogum/sources.json" in check
+    assert cmds["convert-corpus"]["deps"] == ["corpus/ontogum/sources.json"]
+    assert cmds["people-count-data"]["deps"] == ["scripts/build_people_count.py", "../shared/data/litbank"]
     assert "../shared/data/gap/gap-development.tsv" in cmds["convert-gap"]["script"][0]
+    # the LDC route: every corpus path, output and package name follows vars.corpus
+    config = load_project({"vars.corpus": "ontonotes"})
+    cmds = commands(config)
+    assert cmds["convert-corpus"]["outputs"][0] == "corpus/ontonotes/train.spacy"
+    assert "--output training/s2e_ontonotes " in cmds["train-s2e"]["script"][0]
+    assert cmds["package-s2e"]["outputs"][-1] == "packages/en_memcoref_s2e_ontonotes-0.1.0"
+    assert "metrics/s2e/ontonotes_test.json" in cmds["report"]["deps"]
 
 
 def test_project_document_renders(tmp_path):
@@ -422,6 +446,146 @@ def test_report_merges_results(tmp_path):
     assert report["petra"]["people_count"]["errors"] == 2
     table = (tmp_path / "report.md").read_text()
     assert "| CoNLL F1 | MUC F1 |" in table and "| 50.00 | 25.00 |" in table
+
+
+def test_report_names_the_corpus(tmp_path):
+    manifest = tmp_path / "sources.json"
+    proc = run_script(
+        SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", *DEMO_ONTOGUM[:2], "dev", "--manifest", manifest
+    )
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "s2e").mkdir()
+    (tmp_path / "s2e" / "ontogum_test.json").write_text(json.dumps({"coref_conll_f": 0.5}))
+    out = tmp_path / "report.json"
+    proc = run_script(SCRIPTS / "report.py", "--corpus", manifest, out, tmp_path / "report.md", tmp_path / "s2e" / "ontogum_test.json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["data"]["s2e"]["corpus"] == "ontogum" and report["data"]["s2e"]["test_is_dev"] is True
+    table = (tmp_path / "report.md").read_text()
+    assert "OntoGUM (GUM V11.1.0" in table and "CC-BY-4.0" in table and "scored on its dev split (dev scores" in table
+
+
+# ----- the corpus choice: check-data, its manifest, convert_corpus, package meta -----
+
+DEMO_ONTOGUM = ("assets/demo/ontogum", "assets/demo/ontogum/splits.md", "test")
+DEMO_CONLL = ("assets/demo/conll/train", "assets/demo/conll/dev", "assets/demo/conll/test")
+
+
+def _docs_by_text(path: Path):
+    import spacy
+    from spacy.tokens import DocBin
+
+    from spacy_memcoref.doc_helpers.clusters import cluster_span_groups
+
+    nlp = spacy.blank("en")
+    out = {}
+    for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
+        clusters = sorted(sorted((s.start, s.end) for s in group) for group in cluster_span_groups(doc))
+        speakers = [(s.start, s.end, s.label_) for s in doc.spans.get("speakers", [])]
+        out[doc.text] = ([bool(t.is_sent_start) for t in doc], clusters, speakers)
+    return out
+
+
+def test_both_corpora_convert_the_same_demo_documents(tmp_path):
+    # the demo's ten documents in OntoGUM's native form and in CoNLL-2012 form:
+    # check-data + convert_corpus give the same Docs by either route, and the
+    # masked Reddit document of the native copy is skipped and reported
+    outputs = {}
+    for corpus, extra in (("ontogum", ["--ontogum", *DEMO_ONTOGUM]), ("ontonotes", ["--conll", *DEMO_CONLL])):
+        manifest = tmp_path / corpus / "sources.json"
+        proc = run_script(SCRIPTS / "check_data.py", "--corpus", corpus, *extra, "--manifest", manifest)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(manifest.read_text())["corpus"] == corpus
+        proc = run_script(SCRIPTS / "convert_corpus.py", manifest, tmp_path / corpus)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        outputs[corpus] = proc.stdout
+        for name in ("train.spacy", "dev.spacy", "test.spacy", "test.key.conll"):
+            assert (tmp_path / corpus / name).is_file(), name
+    assert "1 masked documents skipped (GUM_reddit_demo)" in outputs["ontogum"]
+    for split in ("train", "dev", "test"):
+        native = _docs_by_text(tmp_path / "ontogum" / f"{split}.spacy")
+        conll = _docs_by_text(tmp_path / "ontonotes" / f"{split}.spacy")
+        assert native == conll and len(native) == {"train": 6, "dev": 2, "test": 2}[split]
+    assert any(speakers for _, _, speakers in _docs_by_text(tmp_path / "ontogum" / "train.spacy").values())
+
+
+def test_manifest_digest_follows_the_data(tmp_path):
+    shutil.copytree(REPO / "assets/demo/ontogum", tmp_path / "og")
+    args = ["--corpus", "ontogum", "--ontogum", tmp_path / "og", tmp_path / "og" / "splits.md", "test", "--manifest", tmp_path / "m.json"]
+    assert run_script(SCRIPTS / "check_data.py", *args).returncode == 0
+    first = json.loads((tmp_path / "m.json").read_text())["digest"]
+    assert run_script(SCRIPTS / "check_data.py", *args).returncode == 0
+    assert json.loads((tmp_path / "m.json").read_text())["digest"] == first
+    conll = tmp_path / "og" / "conll" / "GUM_story_farm.conll"
+    conll.write_text(conll.read_text().replace("\t(0)", "\t_", 1))
+    assert run_script(SCRIPTS / "check_data.py", *args).returncode == 0
+    assert json.loads((tmp_path / "m.json").read_text())["digest"] != first
+
+
+def test_check_data_explains_missing_ontogum_and_a_copy_without_test(tmp_path):
+    proc = run_script(
+        SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", tmp_path / "og", tmp_path / "splits.md", "test",
+        "--manifest", tmp_path / "m.json",
+    )
+    assert proc.returncode == 1 and not (tmp_path / "m.json").exists()
+    assert f"{tmp_path / 'og' / 'conll'}" in proc.stderr and "does not exist" in proc.stderr
+    assert "spacy project assets" in proc.stderr and "V11.1.0" in proc.stderr
+    # a copy holding train and dev only (as ../shared): the test split is missing, with the way out
+    shutil.copytree(REPO / "assets/demo/ontogum", tmp_path / "og")
+    for name in ("GUM_conversation_book", "GUM_story_farm"):
+        (tmp_path / "og" / "conll" / f"{name}.conll").unlink()
+    args = ["--corpus", "ontogum", "--ontogum", tmp_path / "og", tmp_path / "og" / "splits.md"]
+    proc = run_script(SCRIPTS / "check_data.py", *args, "test")
+    assert proc.returncode == 1
+    assert "none of the 2 documents of split 'test'" in proc.stderr and "--vars.ontogum_test_split dev" in proc.stderr
+    proc = run_script(SCRIPTS / "check_data.py", *args, "test2")
+    assert proc.returncode == 1 and "has no split 'test2' (it has train, dev, test)" in proc.stderr
+    proc = run_script(SCRIPTS / "check_data.py", *args, "dev")
+    assert proc.returncode == 0, proc.stderr
+    assert "its scores are dev scores" in proc.stdout
+
+
+def test_check_data_on_ontonotes_names_the_public_route(tmp_path):
+    proc = run_script(SCRIPTS / "check_data.py", "--corpus", "ontonotes", "--conll", tmp_path / "a", tmp_path / "b", tmp_path / "c")
+    assert proc.returncode == 1
+    assert "--vars.corpus ontogum" in proc.stderr and "LDC2013T19" in proc.stderr
+
+
+def test_package_meta_names_the_training_data(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"lang": "en", "name": "pipeline", "version": "0.0.0", "pipeline": ["memcoref"]}))
+    manifest = tmp_path / "sources.json"
+    assert run_script(SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", *DEMO_ONTOGUM, "--manifest", manifest).returncode == 0
+    out = tmp_path / "pkg" / "meta.json"
+    proc = run_script(SCRIPTS / "package_meta.py", model, out, "--manifest", manifest, "--gap")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(out.read_text())
+    assert meta["pipeline"] == ["memcoref"] and meta["name"] == "pipeline"
+    assert [s["license"].split(";")[0] for s in meta["sources"]] == ["annotations CC-BY-4.0", "Apache-2.0"]
+    assert "OntoGUM" in meta["description"]
+    proc = run_script(SCRIPTS / "package_meta.py", tmp_path / "nowhere", out, "--gap")
+    assert proc.returncode == 1 and "meta.json does not exist" in proc.stderr
+
+
+def test_people_count_reads_litbank_from_its_github_archive(tmp_path):
+    import tarfile
+
+    inner = tmp_path / "litbank-5cd7f10" / "coref" / "conll"
+    shutil.copytree(REPO / "assets/demo/litbank", inner)
+    (tmp_path / "litbank-5cd7f10" / "README.md").write_text("not a conll file")
+    archive = tmp_path / "litbank.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "litbank-5cd7f10", arcname="litbank-5cd7f10")
+    from_folder, from_archive = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    assert run_script(SCRIPTS / "build_people_count.py", inner, from_folder).returncode == 0
+    proc = run_script(SCRIPTS / "build_people_count.py", archive, from_archive)
+    assert proc.returncode == 0, proc.stderr
+    assert from_archive.read_text() == from_folder.read_text() and from_folder.read_text().count("\n") > 1
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_text("not gzip")
+    proc = run_script(SCRIPTS / "build_people_count.py", bad, tmp_path / "c.tsv")
+    assert proc.returncode == 1 and str(bad) in proc.stderr and not (tmp_path / "c.tsv").exists()
 
 
 # ----- cheap tests: the demo data ----------------------------------------------------
