@@ -1,32 +1,113 @@
 """Callbacks for `spacy train` configs (`[training.before_update]`)."""
-from typing import Any, Callable, Dict
+import ctypes
+import ctypes.util
+from typing import Any, Callable, Dict, Optional
 
 from spacy.language import Language
 from spacy.util import registry
 
+# glibc mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_ARENA_MAX = -8
+# trim the heap every this many updates (and once at the first)
+TRIM_EVERY = 50
+
+
+def _glibc() -> Optional[ctypes.CDLL]:
+    """glibc, or None on another C library (macOS, Windows, musl)."""
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+
+
+def release_memory_settings() -> bool:
+    """Make glibc give freed memory back to the system while training.
+
+    Training allocates and frees tensors of ever different sizes (documents
+    differ in length) from several threads; glibc keeps what is freed in
+    per-thread arenas and raises its mmap threshold after each large free,
+    so later large tensors come from heaps it rarely returns, and the
+    process's RSS grows with steps though the memory in use does not
+    (benchmarks/train_memory.py). Two arenas and a trim threshold of 0 are
+    what MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0 set, applied from inside
+    the process so no user has to know them (setting the trim threshold also
+    stops the mmap threshold from moving).
+
+    RETURNS (bool): whether glibc was there to set.
+    """
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.mallopt(_M_ARENA_MAX, 2)
+    libc.mallopt(_M_TRIM_THRESHOLD, 0)
+    libc.malloc_trim(0)
+    return True
+
+
+def _check_threads(name: str, threads: int) -> None:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise ValueError(f"{name}: threads must be an integer >= 0, got {threads!r}")
+
+
+def _set_threads(threads: int) -> None:
+    if threads == 0:
+        return
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+@registry.callbacks("spacy_memcoref.before_update.v1")
+def make_before_update(threads: int = 0, release_memory: bool = True) -> Callable[[Language, Dict[str, Any]], None]:
+    """Set up the training process before the first update: torch's CPU
+    threads, and (release_memory) glibc settings that keep RSS flat over the
+    steps (`release_memory_settings`), with a heap trim every 50 updates.
+    Only training runs it, never a loaded pipeline.
+
+    threads (int): torch.set_num_threads value; 0 leaves torch's default.
+    release_memory (bool): apply the glibc settings (no effect without glibc).
+    RETURNS (Callable): a before_update callback.
+    """
+    _check_threads("spacy_memcoref.before_update.v1", threads)
+    if not isinstance(release_memory, bool):
+        raise ValueError(f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}")
+    state = {"glibc": None}
+
+    def before_update(nlp: Language, info: Dict[str, Any]) -> None:
+        _set_threads(threads)
+        if not release_memory:
+            return
+        if state["glibc"] is None:
+            state["glibc"] = _glibc() if release_memory_settings() else False
+        elif state["glibc"] and info.get("step", 0) % TRIM_EVERY == 0:
+            state["glibc"].malloc_trim(0)
+
+    return before_update
+
 
 @registry.callbacks("spacy_memcoref.torch_threads.v1")
 def make_torch_threads(threads: int = 1) -> Callable[[Language, Dict[str, Any]], None]:
-    """Set torch's CPU thread count before the first update.
+    """Set torch's CPU thread count before the first update (configs written
+    before spacy_memcoref.before_update.v1, which also keeps training memory
+    flat, still load).
 
-    PeTra's memory controller is a loop of small ops: on a 2-core machine a
-    second thread buys nothing and, when the machine is busy, makes updates
-    many times slower. Setting it here (not with OMP_NUM_THREADS) lets
-    `spacy project run` and plain `spacy train` do the right thing; only
-    training runs it, never a loaded pipeline.
+    PeTra's memory controller is a loop of small ops: on a busy 2-core machine
+    a second thread made updates many times slower. Setting it here (not with
+    OMP_NUM_THREADS) lets `spacy project run` and plain `spacy train` do the
+    right thing; only training runs it, never a loaded pipeline.
 
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     RETURNS (Callable): a before_update callback.
     """
-    if not isinstance(threads, int) or threads < 0:
-        raise ValueError(f"spacy_memcoref.torch_threads.v1: threads must be an integer >= 0, got {threads!r}")
+    _check_threads("spacy_memcoref.torch_threads.v1", threads)
 
     def before_update(nlp: Language, info: Dict[str, Any]) -> None:
-        if threads == 0:
-            return
-        import torch
-
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+        _set_threads(threads)
 
     return before_update

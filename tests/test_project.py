@@ -257,8 +257,9 @@ def test_var_defaults_are_the_configs_own_values():
     assert variables["s2e_eval_frequency"] == s2e["training"]["eval_frequency"]
     assert variables["petra_max_steps"] == petra["training"]["max_steps"]
     assert variables["petra_eval_frequency"] == petra["training"]["eval_frequency"]
-    assert petra["training"]["optimizer"]["learn_rate"]["total_steps"] == petra["training"]["max_steps"]
-    for step in ("train-petra", "demo-train-petra"):
+    for config in (s2e, petra):
+        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (config["training"]["max_steps"], "${training.max_steps}")
+    for step in ("train-s2e", "demo-train-s2e", "train-petra", "demo-train-petra"):
         (command,) = [c for c in raw_project()["commands"] if c["name"] == step]
         max_steps = command["script"][0].split("--training.max_steps ")[1].split()[0]
         assert f"--training.optimizer.learn_rate.total_steps {max_steps} " in command["script"][0]
