@@ -38,8 +38,11 @@ def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc],
 
 def install(hf_model) -> None:
     """Make `hf_model.forward` run under bfloat16 autocast on the model's
-    device and return float32 tensors. Idempotent."""
-    if getattr(hf_model, AUTOCAST_MARK, False):
+    device and return float32 tensors. Idempotent. Not on a model with int8
+    layers (`int8`): they take float32 inputs and are the faster path."""
+    from .int8 import INT8_MARK
+
+    if getattr(hf_model, AUTOCAST_MARK, False) or getattr(hf_model, INT8_MARK, False):
         return
     forward = hf_model.forward
 

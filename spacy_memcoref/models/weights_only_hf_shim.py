@@ -12,6 +12,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.util import make_tempdir
 from thinc.api import Model, get_torch_default_device
 
+from .int8 import quantize_module_like
 from .torch_weights import CHECKSUM_KEY, load_weights, with_checksum
 
 
@@ -45,6 +46,8 @@ class WeightsOnlyHFShim(HFShim):
                 vocab_file_name = tokenizer.vocab_files_names["vocab_file"]
                 vocab_file_contents = (temp_dir / vocab_file_name).read_bytes()
         transformer = self.model_cls.from_config(config)
+        # int8 weights (`spacy_memcoref quantize`): quantize the fresh model the same way first
+        quantize_module_like(transformer, state_dict, device)
         self._hfmodel = HFObjects(tokenizer, transformer, vocab_file_contents, SimpleFrozenDict(), SimpleFrozenDict())
         self._model = transformer
         try:
