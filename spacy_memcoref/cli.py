@@ -9,22 +9,43 @@ from pathlib import Path
 from typing import Dict, Optional
 
 import typer
+import typer.core
 
 from .doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import DataFormatError, ModelLoadError, shorten
 
+# The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
+COMMAND_ORDER = (
+    "convert", "export", "score", "tune-link-threshold", "tune-gap-threshold",
+    "predict", "annotate", "quantize", "visualize", "count-people",
+)
+
+
+class _WorkflowOrder(typer.core.TyperGroup):
+    def list_commands(self, ctx) -> list:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: COMMAND_ORDER.index(n) if n in COMMAND_ORDER else len(COMMAND_ORDER))
+
+
+# Help is plain text (rich_markup_mode=None): "[scale, shift]" and the like print as written.
 app = typer.Typer(
     name="memcoref",
-    help="spacy_memcoref: convert, export and score coreference data; train via `spacy train`.",
+    help=(
+        "spacy_memcoref: coreference for spaCy. Data: convert, export, score. After `spacy train`: "
+        "tune-link-threshold (s2e), tune-gap-threshold (PeTra). A trained pipeline: predict, annotate, "
+        "quantize, visualize, count-people."
+    ),
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
+    cls=_WorkflowOrder,
 )
-convert_app = typer.Typer(help="Convert gold data to spaCy DocBin (.spacy) files.", no_args_is_help=True)
-export_app = typer.Typer(help="Write the clusters in a DocBin back out as CoNLL-2012 or a GAP system file.", no_args_is_help=True)
-score_app = typer.Typer(help="Score a response against a key, like the reference scorers.", no_args_is_help=True)
-app.add_typer(convert_app, name="convert")
-app.add_typer(export_app, name="export")
-app.add_typer(score_app, name="score")
+convert_app = typer.Typer(help="Convert gold data to spaCy DocBin (.spacy) files.", no_args_is_help=True, rich_markup_mode=None)
+export_app = typer.Typer(help="Write the clusters in a DocBin back out as CoNLL-2012 or a GAP system file.", no_args_is_help=True, rich_markup_mode=None)
+score_app = typer.Typer(help="Score a response against a key, like the reference scorers.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(convert_app, name="convert", short_help="Gold data to DocBin: conll, ontogum, gap.")
+app.add_typer(export_app, name="export", short_help="DocBin clusters to CoNLL-2012 or a GAP system file.")
+app.add_typer(score_app, name="score", short_help="Score a response against a key: conll, gap.")
 
 
 def _fail(err: Exception) -> "typer.Exit":
@@ -192,7 +213,7 @@ def score_gap(
     _print_scores(f"gold: {gold_path}  system: {system_path}", scores, rows)
 
 
-@app.command("predict")
+@app.command("predict", short_help='Run a pipeline over a DocBin and save the result for export and score.')
 def predict(
     model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="A DocBin of gold Docs (from `convert`)."),
@@ -346,7 +367,7 @@ def _output_path(model: str, output: Optional[Path]) -> Path:
     raise ValueError(f"{model!r} is not a directory: give --output to save the pipeline")
 
 
-@app.command("tune-gap-threshold")
+@app.command("tune-gap-threshold", short_help='PeTra: calibrate and choose the GAP decision threshold on validation data.')
 def tune_gap_threshold_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="GAP validation Docs (a DocBin made by `convert gap`)."),
@@ -419,7 +440,7 @@ def tune_gap_threshold_cmd(
     typer.echo(json.dumps(summary, sort_keys=True))
 
 
-@app.command("tune-link-threshold")
+@app.command("tune-link-threshold", short_help='s2e: choose the link threshold with the best CoNLL F1 on dev data.')
 def tune_link_threshold_cmd(
     model: str = typer.Argument(..., help="A trained s2e pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="Dev Docs with gold clusters (a DocBin made by `convert conll`)."),
@@ -469,7 +490,7 @@ def tune_link_threshold_cmd(
     typer.echo(json.dumps({"threshold": best, **table[best]}, sort_keys=True))
 
 
-@app.command("count-people")
+@app.command("count-people", short_help='PeTra: count the people in texts (paper §3.5) and score the counts.')
 def count_people_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="TSV with a header row, then ID<TAB>text<TAB>count."),
@@ -547,7 +568,7 @@ def count_people_cmd(
     typer.echo(json.dumps({"alpha": alpha, "errors": n_wrong, "docs": len(rows), "mae": abs_err / len(rows)}, sort_keys=True))
 
 
-@app.command("visualize")
+@app.command("visualize", short_help="Draw PeTra's memory log and the clusters (PNG and HTML).")
 def visualize_cmd(
     model: str = typer.Argument(..., help="A trained pipeline (PeTra for the memory log): package name or directory."),
     input_path: Path = typer.Argument(..., help="A DocBin of Docs to annotate and draw."),
@@ -579,7 +600,7 @@ def visualize_cmd(
 # ----- corpus-scale annotation: the work is in spacy_memcoref/annotate/ --------------
 
 
-@app.command("annotate")
+@app.command("annotate", short_help='Annotate a corpus to JSONL / DocBin shards, resumable, on one machine or Ray.')
 def annotate_cmd(
     model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help='A JSONL file ({"id": ..., "text": ...} a line) or folder of them, a folder of .txt files (id = relative path), or DocBin (.spacy) files.'),
@@ -592,7 +613,7 @@ def annotate_cmd(
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of JSONL and txt files."),
     shard_size: int = typer.Option(1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
-    skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines in shard-*.errors.jsonl and go on (default: stop at the first)."),
+    skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines and bad files (unreadable, symlink loops, truncated DocBins: one error each) in shard-*.errors.jsonl and go on (default: stop at the first)."),
     resolved: bool = typer.Option(False, "--resolved", help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record.'),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
     prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
@@ -624,6 +645,59 @@ def annotate_cmd(
     for line in format_summary(summary):
         typer.echo(line)
     typer.echo(json.dumps(summary.to_dict(), sort_keys=True))
+
+
+def _dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+@app.command("quantize", short_help='Write an int8 copy of a pipeline for CPU inference.')
+def quantize_cmd(
+    model: str = typer.Argument(..., help="A trained pipeline: a directory or an installed package name."),
+    output: Path = typer.Argument(..., help="The directory to write the int8 pipeline to (new, or empty)."),
+) -> None:
+    """Write a copy of a pipeline whose encoder runs in int8 on CPU: dynamic
+    quantization of every Linear layer of each memcoref component's
+    transformer (weights int8 per output channel, activations quantized on
+    the fly). spacy.load and spacy package take the copy as any pipeline; it
+    runs on CPU only. The heads stay float32; bfloat16 autocast, if the
+    config asks for it, leaves the int8 encoder alone."""
+    import shutil
+    import tempfile
+
+    from .models.int8 import quantize_encoders
+    from .pipeline.coref_component import CorefComponent
+
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise _fail(ValueError(f"{output} exists and is not an empty directory: choose a new OUTPUT"))
+    if Path(model).exists() and output.resolve() == Path(model).resolve():
+        raise _fail(ValueError("OUTPUT must not be the pipeline itself"))
+    try:
+        nlp = load_pipeline(model)
+        counts = {}
+        for name, pipe in nlp.pipeline:
+            if isinstance(pipe, CorefComponent):
+                counts[name] = quantize_encoders(pipe.model)
+        if not any(counts.values()):
+            raise ValueError(f"{model}: no memcoref component with a transformer encoder: nothing to quantize")
+        nlp.meta["memcoref_int8"] = {"linear_layers": counts, "scheme": "dynamic, per-channel qint8 weights"}
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent))
+        try:
+            nlp.to_disk(tmp)
+            if output.exists():
+                output.rmdir()
+            tmp.rename(output)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    except (ValueError, OSError) as err:
+        raise _fail(err)
+    for name, n in counts.items():
+        typer.echo(f"{name}: {n} Linear layers of the encoder in int8")
+    source_size = _dir_size(Path(model)) if Path(model).is_dir() else None
+    size = f"{_dir_size(output) / 1e6:.0f} MB" + (f" (float32: {source_size / 1e6:.0f} MB)" if source_size else "")
+    typer.echo(f"wrote {output}: {size}; it runs on CPU only")
 
 
 def main() -> None:

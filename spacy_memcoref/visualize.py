@@ -12,6 +12,7 @@
 """
 import html
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -223,9 +224,18 @@ def clusters_html(doc: Doc, *, prefix: str = CLUSTER_PREFIX, page: bool = False)
     shown = _display_doc(doc, prefix)
     labels = sorted({span.label_ for span in shown.spans[DISPLAY_KEY]}, key=lambda s: int(s.split()[-1]))
     colors = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
-    return displacy.render(
-        shown, style="span", page=page, jupyter=False, options={"spans_key": DISPLAY_KEY, "colors": colors}
-    )
+    with warnings.catch_warnings():
+        # W117 ("no spans to render in doc.spans['memcoref_clusters']") would name a
+        # key of this function's own copy; the page says it in the user's terms
+        if not labels:
+            warnings.filterwarnings("ignore", message=r"\[W117\]")
+        markup = displacy.render(
+            shown, style="span", page=page, jupyter=False, options={"spans_key": DISPLAY_KEY, "colors": colors}
+        )
+    if not labels:
+        note = f'<p class="memcoref-note">No coreference clusters in this document (doc.spans["{prefix}_*"] is empty).</p>'
+        markup = note + markup if not page else markup.replace("<figure", note + "<figure", 1)
+    return markup
 
 
 def gap_spans_html(doc: Doc) -> Optional[str]:

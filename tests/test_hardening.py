@@ -449,3 +449,37 @@ def test_factory_defaults_are_the_builders_defaults(factory):
         }
         assert {k: v for k, v in cfg.items() if k in defaults} == defaults
         assert set(cfg) - set(defaults) <= {"@architectures", "tok2vec"}
+
+
+def test_top_level_help_lists_commands_in_workflow_order_as_plain_text():
+    from typer.testing import CliRunner
+
+    from spacy_memcoref.cli import COMMAND_ORDER, app
+
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    assert listed == list(COMMAND_ORDER)
+    assert "..." not in result.output.split("Commands:")[1]  # every one-line help fits
+    # no Rich markup: brackets in help texts print as written
+    result = CliRunner().invoke(app, ["tune-gap-threshold", "--help"], env={"COLUMNS": "100"})
+    assert "(scale, shift)" in result.output and "╭" not in result.output
+
+
+@pytest.mark.parametrize("page", [False, True])
+def test_clusters_html_without_clusters_says_so_without_an_internal_key(page):
+    import warnings
+
+    import spacy
+    from spacy.tokens import Doc
+
+    from spacy_memcoref.visualize import clusters_html
+
+    doc = Doc(spacy.blank("en").vocab, words="Alice saw Bob .".split())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        markup = clusters_html(doc, page=page)
+    assert not [w for w in caught if "memcoref_clusters" in str(w.message)]
+    assert "No coreference clusters in this document" in markup and "Alice" in markup
+    doc.spans["coref_clusters_1"] = [doc[0:1], doc[1:2]]
+    assert "No coreference clusters" not in clusters_html(doc, page=page)

@@ -183,22 +183,6 @@ def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Op
     return gap_decisions(doc, prefix=prefix, threshold=threshold)
 
 
-def gap_predictions_from_probs(doc: Doc, threshold: Optional[float] = None) -> Tuple[bool, bool]:
-    """Case 1 alone: decisions from doc.user_data["gap_probs"].
-
-    doc (Doc): a GAP Doc annotated by PeTra.
-    threshold (Optional[float]): overrides the stored threshold; None uses
-        it (0.5 when none is stored).
-    RETURNS (Tuple[bool, bool]): (A linked, B linked).
-    RAISES ValueError: no probabilities.
-    """
-    probs = stored_gap_probabilities(doc)
-    if probs is None:
-        raise ValueError(f'no doc.user_data["{GAP_PROBS_KEY}"] with "A" and "B" link probabilities')
-    t = _stored_threshold(doc, threshold)
-    return probs[0] >= t, probs[1] >= t
-
-
 def gap_predictions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX) -> Tuple[bool, bool]:
     """Case 3 alone: whether A and B are linked to the pronoun by the clusters
     of a GAP Doc (a candidate is linked when it shares a token with a mention
