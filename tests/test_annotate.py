@@ -18,7 +18,6 @@ from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_
 from spacy_memcoref.annotate.output import OutputMismatch
 from spacy_memcoref.annotate.runner import BadInput, _InjectedFailure
 from spacy_memcoref.cli import app
-from spacy_memcoref.errors import DataFormatError
 from test_s2e import make_examples, s2e_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -325,7 +324,7 @@ def test_skip_errors_records_bad_lines_and_counts_add_up(model_dir, tmp_path):
     alt = tmp_path / "alt.jsonl"
     alt.write_text(json.dumps({"id": 1, "body": "Alice met Bob."}) + "\n", encoding="utf8")
     summary = annotate_corpus(model_dir, alt, tmp_path / "alt_out", text_field="body", progress=False)
-    assert summary.documents == 1 and read_records(tmp_path / "alt_out")[0]["id"] == 1
+    assert summary.documents == 1 and read_records(tmp_path / "alt_out")[0]["id"] == "1"  # ids are strings
 
 
 def test_undecodable_txt_file(model_dir, tmp_path):
@@ -339,6 +338,128 @@ def test_undecodable_txt_file(model_dir, tmp_path):
     assert summary.documents == 1 and summary.errors == 1
     summary = annotate_corpus(model_dir, books, tmp_path / "out3", encoding="latin-1", progress=False)
     assert summary.documents == 2
+
+
+# ----- bad files: one bad file never blocks a corpus ---------------------------------
+
+
+def test_symlink_loop_in_a_txt_folder_is_one_bad_input(model_dir, tmp_path):
+    books = tmp_path / "books"
+    (books / "sub").mkdir(parents=True)
+    (books / "a.txt").write_text(TEXTS[0], encoding="utf8")
+    (books / "sub" / "c.txt").write_text(TEXTS[2], encoding="utf8")
+    (books / "loop").symlink_to("loop")  # resolves to itself (ELOOP)
+    (books / "sub" / "back").symlink_to("..")  # a folder link back to the input folder
+    # without --skip-errors: the first bad input stops the run, nothing is written
+    out = tmp_path / "out"
+    with pytest.raises(BadInput, match=rf"{books / 'loop'}: a symbolic link loop"):
+        annotate_corpus(model_dir, books, out, progress=False)
+    assert not out.exists()
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(books), str(out), "--no-progress"])
+    assert result.exit_code == 1
+    assert f"{books / 'loop'}: a symbolic link loop" in result.output and "--skip-errors" in result.output
+    assert "Traceback" not in result.output and not out.exists()
+    # with --skip-errors: each loop is one error, every file is annotated once (no walk round the loop)
+    summary = annotate_corpus(model_dir, books, out, shard_size=1, skip_errors=True, progress=False)
+    records, errors = read_records(out), read_errors(out)
+    assert [r["id"] for r in records] == ["a.txt", "sub/c.txt"]
+    assert records[0]["clusters"] and all(r["n_tokens"] > 0 for r in records)
+    assert [(e["file"], e["line"]) for e in errors] == [(str(books / "loop"), None), (str(books / "sub" / "back"), None)]
+    assert all("symbolic link loop" in e["reason"] and "not followed" in e["reason"] for e in errors)
+    assert str(books) in errors[1]["reason"]  # where the loop leads
+    assert summary.documents == 2 and summary.errors == 2
+    assert summary.documents + summary.errors == summary.totals["n_items"] == 4
+    assert manifest(out)["complete"] and manifest(out)["totals"]["n_errors"] == 2
+    # a rerun finds the same shards (the bad entries are planned the same way)
+    again = annotate_corpus(model_dir, books, out, shard_size=1, skip_errors=True, progress=False)
+    assert again.shards == 0 and again.skipped_shards == 4
+
+
+def write_docbin(path: Path, texts, ids) -> bytes:
+    nlp = spacy.blank("en")
+    docs = [nlp(t) for t in texts]
+    for doc, doc_id in zip(docs, ids):
+        doc.user_data["doc_id"] = doc_id
+    data = DocBin(docs=docs, store_user_data=True).to_bytes()
+    path.write_bytes(data)
+    return data
+
+
+def test_truncated_docbin_among_good_ones(model_dir, tmp_path):
+    folder = tmp_path / "bins"
+    folder.mkdir()
+    write_docbin(folder / "a.spacy", TEXTS[:3], ["a0", "a1", "a2"])
+    whole_b = write_docbin(folder / "b.spacy", TEXTS[:3], ["b0", "b1", "b2"])
+    (folder / "b.spacy").write_bytes(whole_b[: len(whole_b) // 2])
+    write_docbin(folder / "c.spacy", TEXTS[:3], [1, 2, 3])  # numeric ids: written as strings
+    # with --skip-errors: the truncated file is one error, the good files' documents are all there
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(folder), str(out), "--skip-errors", "--shard-size", "2", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    records = read_records(out)
+    assert [r["id"] for r in records] == ["a0", "a1", "a2", "1", "2", "3"]
+    assert [r["clusters"] for r in records[:3]] == [r["clusters"] for r in records[3:]]
+    (error,) = read_errors(out)
+    assert error["file"] == str(folder / "b.spacy") and error["line"] is None
+    assert "truncated or corrupt" in error["reason"]
+    assert summary["documents"] == 6 and summary["errors"] == 1 and summary["duplicate_ids"] == 0
+    assert summary["documents"] + summary["errors"] == summary["totals"]["n_items"] == 7
+    # without --skip-errors: the run stops at the shard that holds the bad file, with file: reason;
+    # the shards before it are whole and recorded, nothing of its own is written
+    out2 = tmp_path / "out2"
+    with pytest.raises(BadInput, match=rf"{folder / 'b.spacy'}: a truncated or corrupt DocBin"):
+        annotate_corpus(model_dir, folder, out2, shard_size=2, progress=False)
+    assert sorted(manifest(out2)["shards"]) == ["0"] and not manifest(out2)["complete"]
+    assert sorted(p.name for p in out2.iterdir() if not p.name.startswith(".annotate")) == ["manifest.json", "shard-000000.jsonl"]
+    assert [r["id"] for r in read_records(out2)] == ["a0", "a1"]
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(folder), str(tmp_path / "out3"), "--no-progress"])
+    assert result.exit_code == 1
+    assert f"{folder / 'b.spacy'}: a truncated or corrupt DocBin" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out3").exists()
+    # the file mended, a rerun resumes after the shards already done
+    (folder / "b.spacy").write_bytes(whole_b)
+    summary = annotate_corpus(model_dir, folder, out2, shard_size=2, progress=False)
+    assert summary.skipped_shards == 1 and summary.errors == 0 and summary.complete
+    assert [r["id"] for r in read_records(out2)] == ["a0", "a1", "a2", "b0", "b1", "b2", "1", "2", "3"]
+
+
+# ----- document ids ---------------------------------------------------------------------
+
+
+def test_duplicate_ids_are_warned_once_and_counted(model_dir, tmp_path):
+    corpus = write_jsonl(tmp_path / "dups.jsonl", TEXTS[:6], ids=[7, "a", "b", "7", "a", 8])
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(out), "--shard-size", "2", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    # every document is annotated, ids written as strings (7 and "7" are one id)
+    records = read_records(out)
+    assert [r["id"] for r in records] == ["7", "a", "b", "7", "a", "8"]
+    assert all(isinstance(r["id"], str) for r in records)
+    assert '"id": "7"' in (out / "shard-000000.jsonl").read_text(encoding="utf8")
+    assert summary["documents"] == 6 and summary["errors"] == 0 and summary["duplicate_ids"] == 2
+    warnings = [line for line in result.stderr.splitlines() if "duplicate document ids" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "2 documents" in warnings[0] and "'7'" in warnings[0] and "'a'" in warnings[0]
+    # the count covers the whole output when a stopped run is resumed (shard 0 done before)
+    out2 = tmp_path / "out2"
+    with pytest.raises(_InjectedFailure):
+        annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False, _fail_after_shards=2)
+    messages = []
+    resumed = annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False, log=messages.append)
+    assert resumed.skipped_shards == 1 and resumed.documents == 4 and resumed.duplicate_ids == 2
+    assert len([m for m in messages if "duplicate document ids" in m]) == 1
+    assert shard_bytes(out2) == shard_bytes(out)
+    # the API without a log warns with `warnings`; unique ids: no warning, a count of 0
+    with pytest.warns(UserWarning, match="duplicate document ids"):
+        finished = annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False)
+    assert finished.shards == 0 and finished.duplicate_ids == 2
+    unique = write_jsonl(tmp_path / "unique.jsonl", TEXTS[:3], ids=[1, 2, "3"])
+    messages = []
+    summary = annotate_corpus(model_dir, unique, tmp_path / "out3", progress=False, log=messages.append)
+    assert summary.duplicate_ids == 0 and not [m for m in messages if "duplicate" in m]
+    assert [r["id"] for r in read_records(tmp_path / "out3")] == ["1", "2", "3"]
 
 
 def test_empty_input(model_dir, tmp_path):
@@ -515,7 +636,7 @@ def test_truncated_docbin_is_called_truncated_everywhere(model_dir, tmp_path):
     folder.mkdir()
     (folder / "a.spacy").write_bytes(whole)
     (folder / "b.spacy").write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(DataFormatError, match=r"b\.spacy: a truncated or corrupt DocBin"):
+    with pytest.raises(BadInput, match=r"b\.spacy: a truncated or corrupt DocBin"):
         annotate_corpus(model_dir, folder, tmp_path / "out", progress=False)
     runner = CliRunner()
     for args in (["predict", model_dir, str(folder / "b.spacy"), str(tmp_path / "p.spacy")], ["export", "conll", str(folder / "b.spacy"), str(tmp_path / "e.conll")]):

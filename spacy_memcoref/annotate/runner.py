@@ -1,14 +1,16 @@
 """`annotate_corpus`: a corpus in, numbered shards of coreference clusters out,
 on one machine or on Ray, resumable."""
+import hashlib
 import os
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
-from .inputs import ShardPlan, plan_shards, resolve_input
+from .inputs import ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
 
 ENGINES = ("local", "ray")
@@ -17,7 +19,48 @@ COREF_FACTORIES = ("memcoref", "memcoref_petra")
 
 
 class BadInput(ValueError):
-    """A bad input item stopped the run (without --skip-errors)."""
+    """A bad input item (a bad line, or a bad file: see annotate.inputs)
+    stopped the run (without --skip-errors)."""
+
+
+class DuplicateIds:
+    """Counts the documents whose id an earlier document of the output
+    already has, wherever they are (other shards, other workers): fed in the
+    writing process, with the ids of every shard written or found done.
+    Keeps an 8-byte hash an id (about 70 bytes a document) and the first few
+    duplicate ids for the warning."""
+
+    EXAMPLES = 5
+
+    def __init__(self) -> None:
+        self._seen: set = set()
+        self._repeated: set = set()
+        self.count = 0
+        self.examples: List[str] = []
+
+    def add(self, ids: Iterable[str]) -> None:
+        for doc_id in ids:
+            key = int.from_bytes(hashlib.blake2b(str(doc_id).encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            if key not in self._seen:
+                self._seen.add(key)
+                continue
+            self.count += 1
+            if key not in self._repeated:
+                self._repeated.add(key)
+                if len(self.examples) < self.EXAMPLES:
+                    self.examples.append(str(doc_id))
+
+    def warning(self) -> Optional[str]:
+        """The one warning of a run, or None when every id is unique."""
+        if not self.count:
+            return None
+        shown = ", ".join(repr(doc_id) for doc_id in self.examples)
+        more = ", ..." if len(self._repeated) > len(self.examples) else ""
+        return (
+            f"warning: duplicate document ids: {self.count:,} documents have an id that an earlier document has "
+            f"({len(self._repeated):,} ids: {shown}{more}); they are annotated all the same, but their records "
+            "cannot be told apart by id (duplicate_ids in the summary)"
+        )
 
 
 class _InjectedFailure(RuntimeError):
@@ -27,17 +70,21 @@ class _InjectedFailure(RuntimeError):
 @dataclass
 class AnnotateSummary:
     """What a run did (documents ... errors: this run) and what OUTPUT_DIR holds
-    (totals, from the manifest). seconds: the whole run; busy_seconds: from
-    the first shard's start to the last one's end in the workers (model
-    loading and worker start-up left out); plan_seconds: planning the shards
-    up front (Ray); write_seconds: writing shards and manifest in this
-    process; worker_peak_rss_mb: peak RSS by worker pid."""
+    (totals, from the manifest). duplicate_ids: documents in OUTPUT_DIR
+    (shards done by an earlier run included) whose id an earlier document
+    has (so distinct ids = totals n_docs - duplicate_ids). seconds: the
+    whole run; busy_seconds: from the first shard's start to the last one's
+    end in the workers (model loading and worker start-up left out);
+    plan_seconds: planning the shards up front (Ray); write_seconds: writing
+    shards and manifest in this process; worker_peak_rss_mb: peak RSS by
+    worker pid."""
 
     output_dir: str
     documents: int = 0
     tokens: int = 0
     clusters: int = 0
     errors: int = 0
+    duplicate_ids: int = 0
     shards: int = 0
     skipped_shards: int = 0
     seconds: float = 0.0
@@ -157,8 +204,10 @@ def annotate_corpus(
     shard_size (int): documents a shard: shard k = input items
         [k * shard_size, (k + 1) * shard_size), whatever the engine.
     batch_size (int): documents a `nlp.pipe` batch.
-    skip_errors (bool): record bad lines in shard-*.errors.jsonl and go on,
-        instead of stopping at the first one.
+    skip_errors (bool): record bad input in shard-*.errors.jsonl and go on,
+        instead of stopping at the first: bad lines, and bad files (a file
+        or folder that cannot be read, a symbolic link loop, a truncated or
+        corrupt DocBin), each of which counts as one error.
     resolved (bool): add "resolved" (the text with pronouns replaced by their
         cluster's representative) and "edits" to each JSONL record.
     overwrite (bool): replace an OUTPUT_DIR written by another run.
@@ -247,12 +296,14 @@ def annotate_corpus(
         if n_done_before:
             say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
         counter = {"shards": 0}
+        duplicates = DuplicateIds()
 
         def pending() -> Iterator[ShardPlan]:
             for plan in plan_shards(spec, shard_size):
                 counter["shards"] += 1
                 if out.done(plan.index) is not None:
                     out.check_unchanged(plan.index, plan.digest)
+                    duplicates.add(shard_ids(plan, text_field=text_field, id_field=id_field, encoding=encoding))
                     summary.skipped_shards += 1
                     continue
                 yield plan
@@ -297,10 +348,11 @@ def annotate_corpus(
             try:
                 for result in results:
                     if result.get("fatal"):
-                        raise BadInput(f"{result['fatal']} (pass --skip-errors to record bad lines and go on)")
+                        raise BadInput(f"{result['fatal']} (pass --skip-errors to record bad lines and files and go on)")
                     if _fail_after_shards is not None and summary.shards + 1 >= _fail_after_shards:
                         out.write_shard(result)  # files written, manifest not: as if killed in between
                         raise _InjectedFailure(f"injected failure after shard {result['index']}")
+                    duplicates.add(result.get("ids", ()))
                     t_write = time.time()
                     out.record_shard(result)
                     summary.write_seconds += time.time() - t_write
@@ -321,6 +373,13 @@ def annotate_corpus(
             out.finish(counter["shards"])
         finally:
             bar.close()
+        summary.duplicate_ids = duplicates.count
+        message = duplicates.warning()
+        if message is not None:
+            if log is not None:
+                say(message)
+            else:
+                warnings.warn(message[len("warning: "):], stacklevel=2)
         summary.seconds = time.time() - start
         if windows:
             summary.busy_seconds = max(t for _, t in windows) - min(t for t, _ in windows)
@@ -392,5 +451,5 @@ def format_summary(summary: AnnotateSummary) -> List[str]:
         f"= {t.get('n_items', 0):,} input documents in {t.get('n_shards', 0)} shards (manifest.json)"
     )
     if t.get("n_errors"):
-        lines.append(f"bad lines: {os.path.join(summary.output_dir, 'shard-*.errors.jsonl')}")
+        lines.append(f"bad lines and files: {os.path.join(summary.output_dir, 'shard-*.errors.jsonl')}")
     return lines

@@ -4,16 +4,17 @@ output files (JSONL records, a DocBin, the errors) as bytes for the writer.
 
 A document's record:
 
-    {"id": ..., "n_tokens": 9, "clusters": [
+    {"id": "...", "n_tokens": 9, "clusters": [
         {"name": "Alice", "mentions": [{"start": 0, "end": 5, "text": "Alice"},
                                        {"start": 15, "end": 18, "text": "She"}]}]}
 
-start/end are character offsets into the text (Python string indices, end
-exclusive); name is the cluster's representative (resolution's rule: its
-first proper-noun mention, else its first non-pronoun mention), else its
-longest mention. With `resolved`, the record also has "resolved" (the text
-with pronouns replaced, spacy_memcoref.resolve) and "edits" (one
-{"source": [start, end], "target": [start, end], "text": ...} a replacement).
+id is a string (a JSON id 7 is written "7"); start/end are character
+offsets into the text (Python string indices, end exclusive); name is the
+cluster's representative (resolution's rule: its first proper-noun mention,
+else its first non-pronoun mention), else its longest mention. With
+`resolved`, the record also has "resolved" (the text with pronouns
+replaced, spacy_memcoref.resolve) and "edits" (one {"source": [start, end],
+"target": [start, end], "text": ...} a replacement).
 """
 import dataclasses
 import json
@@ -138,9 +139,11 @@ def annotate_shard(
     on_docs (Optional[Callable[[int, int], None]]): called with (documents,
         tokens) as documents are done, for a progress bar.
     RETURNS (Dict[str, Any]): index, digest, counts (n_items, n_docs,
-        n_errors, n_tokens, n_clusters), files (name suffix -> bytes), fatal
-        (the first bad item's "file:line: reason" when errors are not
-        skipped, else None), and the worker's pid, peak RSS and timings.
+        n_errors, n_tokens, n_clusters), files (name suffix -> bytes), ids
+        (of the documents written, in order: the writer counts duplicates
+        across shards), fatal (the first bad item's "file:line: reason" when
+        errors are not skipped, else None), and the worker's pid, peak RSS
+        and timings.
     """
     t_start = time.time()
     prefix = options.get("prefix") or CLUSTER_PREFIX
@@ -154,6 +157,7 @@ def annotate_shard(
         "n_tokens": 0,
         "n_clusters": 0,
         "files": {},
+        "ids": [],
         "fatal": None,
         "pid": os.getpid(),
     }
@@ -191,6 +195,7 @@ def annotate_shard(
         result["n_docs"] += 1
         result["n_tokens"] += record["n_tokens"]
         result["n_clusters"] += len(record["clusters"])
+        result["ids"].append(item.id)
         if docbin is not None:
             doc.user_data.setdefault("doc_id", item.id)
             docbin.add(doc)
