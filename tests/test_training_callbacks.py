@@ -1,0 +1,66 @@
+"""The `[training.before_update]` callbacks: torch threads and glibc's
+memory release (configs use spacy_memcoref.before_update.v1)."""
+import sys
+
+import pytest
+import torch
+from spacy.util import registry
+
+from spacy_memcoref import training_callbacks as tc
+
+
+class FakeGlibc:
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, param, value):
+        self.calls.append(("mallopt", param, value))
+        return 1
+
+    def malloc_trim(self, pad):
+        self.calls.append(("malloc_trim", pad))
+        return 1
+
+
+def test_before_update_sets_threads_and_glibc_once_then_trims_every_50_steps(monkeypatch):
+    fake = FakeGlibc()
+    monkeypatch.setattr(tc, "_glibc", lambda: fake)
+    threads = torch.get_num_threads()
+    try:
+        callback = registry.callbacks.get("spacy_memcoref.before_update.v1")(threads=1, release_memory=True)
+        for step in range(0, 101):
+            callback(None, {"step": step, "epoch": 0})
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    # first call: two arenas, trim threshold 0 (what MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0 set), a trim
+    assert fake.calls[:3] == [("mallopt", tc._M_ARENA_MAX, 2), ("mallopt", tc._M_TRIM_THRESHOLD, 0), ("malloc_trim", 0)]
+    assert fake.calls[3:] == [("malloc_trim", 0), ("malloc_trim", 0)]  # steps 50 and 100
+
+
+def test_release_memory_off_touches_nothing(monkeypatch):
+    fake = FakeGlibc()
+    monkeypatch.setattr(tc, "_glibc", lambda: fake)
+    callback = tc.make_before_update(threads=0, release_memory=False)
+    callback(None, {"step": 0})
+    callback(None, {"step": 50})
+    assert fake.calls == []
+
+
+def test_without_glibc_it_does_nothing_and_says_so(monkeypatch):
+    monkeypatch.setattr(tc, "_glibc", lambda: None)
+    assert tc.release_memory_settings() is False
+    callback = tc.make_before_update(threads=0)
+    callback(None, {"step": 0})
+    callback(None, {"step": 50})  # no error without a C library to call
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc is Linux's C library")
+def test_real_glibc_accepts_the_settings():
+    assert tc.release_memory_settings() is True
+
+
+@pytest.mark.parametrize("kwargs", [{"threads": -1}, {"threads": True}, {"release_memory": "yes"}])
+def test_bad_settings_are_refused(kwargs):
+    with pytest.raises(ValueError, match="spacy_memcoref.before_update.v1"):
+        tc.make_before_update(**kwargs)
