@@ -67,6 +67,18 @@ def machine_line(threads: int) -> str:
     )
 
 
+def cpu_flags() -> List[str]:
+    """The low-precision instruction sets this CPU has (Linux /proc/cpuinfo):
+    bfloat16 is fast with avx512_bf16 / amx_bf16, int8 with avx512_vnni /
+    avx_vnni / amx_int8 (without them int8 runs on AVX2)."""
+    wanted = ("avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni")
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return []
+    return [f for f in wanted if f in flags]
+
+
 def load_line() -> str:
     """The machine's load average: timings on a shared machine are only as
     good as this is low (about 0 besides the benchmark itself)."""

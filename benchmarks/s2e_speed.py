@@ -15,6 +15,14 @@ Works without a trained model (an initialized, untrained pipeline: speed does
 not depend on the weights).
 
     python benchmarks/s2e_speed.py --docs 10
+
+--precision compares one pipeline in float32, bfloat16 (autocast) and int8
+(`python -m spacy_memcoref quantize`) on the same texts, interleaved in every
+repeat, and with --model and --dev also scores each on a dev DocBin (the
+component's own scorer: CoNLL F1 for s2e, GAP F1 for PeTra), so speed and
+accuracy come from one run:
+
+    python benchmarks/s2e_speed.py --precision --model training/s2e/model-tuned --dev corpus/ontogum/dev.spacy
 """
 import argparse
 import cProfile
@@ -57,6 +65,9 @@ def parse_args(argv=None):
         help="stage breakdown + cProfile + torch.profiler of the head (auto: when the ratio misses the goal)",
     )
     p.add_argument("--top", type=int, default=15, help="profile rows to print")
+    p.add_argument("--precision", action="store_true", help="compare float32, bfloat16 and int8 pipelines (tokens/s; CoNLL F1 with --dev)")
+    p.add_argument("--model", default=None, help="--precision: a trained pipeline, s2e or PeTra (default: an untrained s2e)")
+    p.add_argument("--dev", default=None, help="--precision: a DocBin with gold annotation to score each precision on (the component's scorer)")
     return p.parse_args(argv)
 
 
@@ -192,6 +203,102 @@ def run_profiles(head_layer, docs, vectors, bs, top):
     print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
 
 
+# ----- float32 vs bfloat16 vs int8 ----------------------------------------------------
+
+
+def _transformers(nlp):
+    from spacy_memcoref.models.transformer_node import find_transformer
+
+    found = []
+    for _name, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        trf = find_transformer(model) if model is not None else None
+        if trf is not None and trf.transformer is not None:
+            found.append(trf.transformer)
+    return found
+
+
+def precision_pipelines(model_path, tmp):
+    """{name: pipeline} of one pipeline in three precisions, the same
+    weights: float32 (autocast kept off, whatever the config says), bfloat16
+    (autocast installed on the encoder, as `bfloat16 = true` does) and the
+    int8 copy that `spacy_memcoref quantize` writes."""
+    import spacy
+    from typer.testing import CliRunner
+
+    from spacy_memcoref.cli import app
+    from spacy_memcoref.models.bf16_autocast import disable, install
+
+    float32 = spacy.load(model_path)
+    for hf in _transformers(float32):
+        disable(hf)
+    bfloat16 = spacy.load(model_path)
+    for hf in _transformers(bfloat16):
+        install(hf)
+    result = CliRunner().invoke(app, ["quantize", str(model_path), str(tmp / "int8")])
+    if result.exit_code != 0:
+        raise SystemExit(f"quantize failed: {result.output}")
+    return {"float32": float32, "bfloat16": bfloat16, "int8": spacy.load(tmp / "int8")}
+
+
+def compare_precisions(args, data, threads) -> int:
+    import tempfile
+
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model_path = args.model
+        if model_path is None:
+            model_path = tmp / "untrained"
+            C.build_pipeline(encoder=args.encoder).to_disk(model_path)
+        pipes = precision_pipelines(model_path, tmp)
+        vocab = pipes["float32"].vocab
+        docs = C.read_litbank(vocab, args.docs + args.warmup, data)
+        if args.no_sents:
+            docs = strip_sents(docs)
+        warm, docs = docs[: args.warmup], docs[args.warmup :]
+        n_tokens = sum(len(d) for d in docs)
+        bs = max(1, args.batch_size)
+        print("# one pipeline in float32, bfloat16 and int8\n")
+        print(C.machine_line(threads))
+        flags = C.cpu_flags()
+        print(f"low-precision CPU flags: {', '.join(flags) or 'none (no avx512_bf16, amx, avx512_vnni, avx_vnni: int8 runs on AVX2, bfloat16 is emulated)'}")
+        print(f"{len(docs)} LitBank docs, {n_tokens:,} tokens, batch size {bs}, {args.repeats} repeats (interleaved); pipeline {args.model or 'untrained s2e'}\n")
+        texts = [d.text for d in docs]
+        for nlp in pipes.values():
+            for d in warm:
+                nlp(d.text)
+        times = {name: [] for name in pipes}
+        for _ in range(args.repeats):
+            for name, nlp in pipes.items():
+                t = time.perf_counter()
+                for _doc in nlp.pipe(texts, batch_size=bs):
+                    pass
+                times[name].append(time.perf_counter() - t)
+        scores = {}
+        if args.dev:
+            gold = list(DocBin(store_user_data=True).from_disk(args.dev).get_docs(vocab))
+            for name, nlp in pipes.items():
+                examples = [Example(nlp.make_doc(g.text), g) for g in gold]
+                result = nlp.evaluate(examples, batch_size=bs)
+                key = "coref_conll_f" if result.get("coref_conll_f") is not None else "gap_f"
+                scores[name] = (key, result[key])
+        base = min(times["float32"])
+        rows = []
+        for name in pipes:
+            best = min(times[name])
+            row = [name, best, n_tokens / best, base / best]
+            if scores:
+                key, value = scores[name]
+                row += [key, 100 * value, 100 * (value - scores["float32"][1])]
+            rows.append(row)
+        headers = ["precision", "best s", "tok/s", "speed vs float32"] + (["dev score", "value", "minus float32"] if scores else [])
+        print(C.table(headers, rows))
+    return 0
+
+
 # ----- main -----------------------------------------------------------------------
 
 
@@ -206,6 +313,8 @@ def main(argv=None):
         )
         return 0
     threads = C.set_threads(args.threads)
+    if args.precision:
+        return compare_precisions(args, data, threads)
     t0 = time.perf_counter()
     nlp = C.build_pipeline(max_antecedents=args.max_antecedents, chunk_size=args.chunk_size, hidden_size=args.hidden_size, bfloat16=args.bfloat16, encoder=args.encoder)
     load_s = time.perf_counter() - t0

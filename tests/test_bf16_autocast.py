@@ -93,6 +93,36 @@ def test_install_is_idempotent_and_casts_every_output():
     assert _to_float32([torch.ones(1, dtype=torch.bfloat16)])[0].dtype == torch.float32
 
 
+def test_disable_restores_float32_and_install_then_stays_off():
+    from spacy_memcoref.models.bf16_autocast import disable
+    from spacy_memcoref.models.int8 import INT8_MARK
+
+    seen = []
+
+    class Toy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return self.linear(x)
+
+    toy = Toy()
+    install(toy)
+    toy(torch.ones(1, 4))
+    disable(toy)
+    toy(torch.ones(1, 4))
+    install(toy)  # the bfloat16 node calls install before every forward: it stays off
+    toy(torch.ones(1, 4))
+    assert seen == [True, False, False]
+    marked = Toy()
+    setattr(marked, INT8_MARK, True)  # int8 layers: autocast leaves the model alone
+    install(marked)
+    marked(torch.ones(1, 4))
+    assert seen[-1] is False
+
+
 def test_transformer_config_reaches_the_hugging_face_config():
     nlp = spacy.blank("en")
     model = build_embedded_transformer(transformer_config={"attention_probs_dropout_prob": 0.0})

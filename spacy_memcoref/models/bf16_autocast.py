@@ -22,6 +22,9 @@ from thinc.types import Floats2d
 from .transformer_node import patching_transformer
 
 AUTOCAST_MARK = "_memcoref_bf16_autocast"
+# set by `disable`: this model instance runs float32 whatever its config says
+OFF_MARK = "_memcoref_bf16_off"
+_FLOAT32_FORWARD = "_memcoref_float32_forward"
 
 
 def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc], List[Floats2d]]:
@@ -42,9 +45,10 @@ def install(hf_model) -> None:
     layers (`int8`): they take float32 inputs and are the faster path."""
     from .int8 import INT8_MARK
 
-    if getattr(hf_model, AUTOCAST_MARK, False) or getattr(hf_model, INT8_MARK, False):
+    if getattr(hf_model, AUTOCAST_MARK, False) or getattr(hf_model, INT8_MARK, False) or getattr(hf_model, OFF_MARK, False):
         return
     forward = hf_model.forward
+    setattr(hf_model, _FLOAT32_FORWARD, forward)
 
     def autocast_forward(*args, **kwargs):
         import torch
@@ -56,6 +60,17 @@ def install(hf_model) -> None:
 
     hf_model.forward = autocast_forward
     setattr(hf_model, AUTOCAST_MARK, True)
+
+
+def disable(hf_model) -> None:
+    """Run this Hugging Face model in float32 from now on, even under a
+    bfloat16 config (a pipeline compared with itself in both precisions,
+    benchmarks/s2e_speed.py --precision): undoes `install` and keeps it off."""
+    original = getattr(hf_model, _FLOAT32_FORWARD, None)
+    if original is not None:
+        hf_model.forward = original
+    setattr(hf_model, AUTOCAST_MARK, False)
+    setattr(hf_model, OFF_MARK, True)
 
 
 def _to_float32(value: Any) -> Any:
