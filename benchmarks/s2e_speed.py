@@ -66,6 +66,7 @@ def parse_args(argv=None):
     )
     p.add_argument("--top", type=int, default=15, help="profile rows to print")
     p.add_argument("--precision", action="store_true", help="compare float32, bfloat16 and int8 pipelines (tokens/s; CoNLL F1 with --dev)")
+    p.add_argument("--precisions", default="float32,bfloat16,int8", help="--precision: which of float32, bfloat16, int8 (float32 is always run: the baseline)")
     p.add_argument("--model", default=None, help="--precision: a trained pipeline, s2e or PeTra (default: an untrained s2e)")
     p.add_argument("--dev", default=None, help="--precision: a DocBin with gold annotation to score each precision on (the component's scorer)")
     return p.parse_args(argv)
@@ -218,7 +219,7 @@ def _transformers(nlp):
     return found
 
 
-def precision_pipelines(model_path, tmp):
+def precision_pipelines(model_path, tmp, wanted=("float32", "bfloat16", "int8")):
     """{name: pipeline} of one pipeline in three precisions, the same
     weights: float32 (autocast kept off, whatever the config says), bfloat16
     (autocast installed on the encoder, as `bfloat16 = true` does) and the
@@ -227,18 +228,21 @@ def precision_pipelines(model_path, tmp):
     from typer.testing import CliRunner
 
     from spacy_memcoref.cli import app
-    from spacy_memcoref.models.bf16_autocast import disable, install
+    from spacy_memcoref import run_in_float32
+    from spacy_memcoref.models.bf16_autocast import install
 
-    float32 = spacy.load(model_path)
-    for hf in _transformers(float32):
-        disable(hf)
-    bfloat16 = spacy.load(model_path)
-    for hf in _transformers(bfloat16):
-        install(hf)
-    result = CliRunner().invoke(app, ["quantize", str(model_path), str(tmp / "int8")])
-    if result.exit_code != 0:
-        raise SystemExit(f"quantize failed: {result.output}")
-    return {"float32": float32, "bfloat16": bfloat16, "int8": spacy.load(tmp / "int8")}
+    pipes = {"float32": spacy.load(model_path)}
+    run_in_float32(pipes["float32"])
+    if "bfloat16" in wanted:
+        pipes["bfloat16"] = spacy.load(model_path)
+        for hf in _transformers(pipes["bfloat16"]):
+            install(hf)
+    if "int8" in wanted:
+        result = CliRunner().invoke(app, ["quantize", str(model_path), str(tmp / "int8")])
+        if result.exit_code != 0:
+            raise SystemExit(f"quantize failed: {result.output}")
+        pipes["int8"] = spacy.load(tmp / "int8")
+    return pipes
 
 
 def compare_precisions(args, data, threads) -> int:
@@ -253,7 +257,7 @@ def compare_precisions(args, data, threads) -> int:
         if model_path is None:
             model_path = tmp / "untrained"
             C.build_pipeline(encoder=args.encoder).to_disk(model_path)
-        pipes = precision_pipelines(model_path, tmp)
+        pipes = precision_pipelines(model_path, tmp, tuple(args.precisions.split(",")))
         vocab = pipes["float32"].vocab
         docs = C.read_litbank(vocab, args.docs + args.warmup, data)
         if args.no_sents:

@@ -153,3 +153,22 @@ def test_eager_attention_by_config_gives_the_same_vectors():
     assert find_transformer(sdpa).transformer.config._attn_implementation == "sdpa"
     for a, b in zip(sdpa.predict(docs), eager.predict(docs)):
         numpy.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_a_bfloat16_pipeline_runs_in_float32_after_loading(tmp_path):
+    import spacy_memcoref
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": True}))
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    hf = find_transformer(loaded.get_pipe("memcoref").model).transformer
+    seen = []
+    hf.encoder.register_forward_pre_hook(lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
+    texts = [eg.reference.text for eg in examples]
+    list(loaded.pipe(texts[:1]))
+    assert spacy_memcoref.run_in_float32(loaded) == 1
+    list(loaded.pipe(texts[:1]))
+    assert seen[0] is True and seen[-1] is False

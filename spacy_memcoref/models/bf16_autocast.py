@@ -86,3 +86,23 @@ def _to_float32(value: Any) -> Any:
             value[key] = _to_float32(value[key])
         return value
     return value
+
+
+def run_in_float32(nlp) -> int:
+    """Make a loaded pipeline's memcoref encoders run in float32, whatever
+    their config's `bfloat16` says (loading with `bfloat16: False` as a
+    config override cannot work: the saved model holds the autocast node).
+
+    nlp (Language): a loaded pipeline.
+    RETURNS (int): how many encoders were switched.
+    """
+    from .transformer_node import find_transformer
+
+    count = 0
+    for _name, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        trf = find_transformer(model) if model is not None else None
+        if trf is not None and trf.transformer is not None:
+            disable(trf.transformer)
+            count += 1
+    return count
