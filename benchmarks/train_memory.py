@@ -7,8 +7,10 @@ that records the process's RSS (VmRSS) and its peak so far (VmHWM) every
 the peak, and the growth from the first evaluation after step 0 to the last
 step (the goal: flat). `--variants` runs each config as shipped and with
 the glibc settings of the training callback switched off
-(`--training.before_update.release_memory false`), so the effect of that
-one setting shows side by side.
+(`--training.before_update.release_memory false`), and off but with the
+environment variables it replaces set at process start (MALLOC_ARENA_MAX=2
+MALLOC_TRIM_THRESHOLD_=0), so the effect of that one setting shows side by
+side.
 
     python benchmarks/train_memory.py --steps 200 --eval-frequency 50
 
@@ -123,13 +125,19 @@ def run(name: str, config: str, data: dict, args, tmp: Path, extra) -> list:
     ]
     if "petra" in config:
         cmd += ["--training.optimizer.learn_rate.total_steps", str(args.steps)]
+    env = None
+    if "ENV" in cmd:  # the environment variables the setting replaces, set at process start
+        cmd.remove("ENV")
+        env = dict(os.environ, MALLOC_ARENA_MAX="2", MALLOC_TRIM_THRESHOLD_="0")
     t0 = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"{name}: failed (exit {proc.returncode}): {' | '.join(proc.stderr.strip().splitlines()[-4:])}")
         return []
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     print(f"{name}: {args.steps} steps in {time.time() - t0:.0f}s")
+    step = max(1, args.steps // 10)
+    print("  RSS / peak GB by step: " + " ".join(f"{r['step']}:{r['rss_mb'] / 1024:.2f}/{r['peak_mb'] / 1024:.2f}" for r in rows if r["step"] % step == 0 or r["eval"]))
     return rows
 
 
@@ -176,6 +184,7 @@ def main(argv=None) -> int:
             variants = [("as shipped" + (", float32" if args.float32 else ""), precision)]
             if args.variants:
                 variants.append(("release_memory off" + (", float32" if args.float32 else ""), precision + ["--training.before_update.release_memory", "false"]))
+                variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", precision + ["--training.before_update.release_memory", "false", "ENV"]))
             for label, extra in variants:
                 name = f"{model} ({label})"
                 found = run(model + str(len(rows)), configs[model], data, args, tmp, extra)

@@ -65,10 +65,13 @@ def _set_threads(threads: int) -> None:
 
 @registry.callbacks("spacy_memcoref.before_update.v1")
 def make_before_update(threads: int = 0, release_memory: bool = True) -> Callable[[Language, Dict[str, Any]], None]:
-    """Set up the training process before the first update: torch's CPU
-    threads, and (release_memory) glibc settings that keep RSS flat over the
-    steps (`release_memory_settings`), with a heap trim every 50 updates.
-    Only training runs it, never a loaded pipeline.
+    """Set up the training process: (release_memory) glibc settings that
+    keep RSS flat over the steps (`release_memory_settings`), applied when
+    the training config is resolved, i.e. before the pipeline is initialized
+    and torch's threads get their malloc arenas (set at the first update they
+    came too late to matter), with a heap trim every 50 updates; and torch's
+    CPU threads before the first update. Only `spacy train` resolves
+    [training], so a loaded pipeline never runs it.
 
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     release_memory (bool): apply the glibc settings (no effect without glibc).
@@ -77,16 +80,12 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
     _check_threads("spacy_memcoref.before_update.v1", threads)
     if not isinstance(release_memory, bool):
         raise ValueError(f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}")
-    state = {"glibc": None}
+    glibc = _glibc() if release_memory and release_memory_settings() else None
 
     def before_update(nlp: Language, info: Dict[str, Any]) -> None:
         _set_threads(threads)
-        if not release_memory:
-            return
-        if state["glibc"] is None:
-            state["glibc"] = _glibc() if release_memory_settings() else False
-        elif state["glibc"] and info.get("step", 0) % TRIM_EVERY == 0:
-            state["glibc"].malloc_trim(0)
+        if glibc is not None and info.get("step", 0) % TRIM_EVERY == 0:
+            glibc.malloc_trim(0)
 
     return before_update
 
