@@ -510,18 +510,8 @@ def read_shard(plan: ShardPlan, *, vocab=None, text_field: str = "text", id_fiel
         rel = part[0]
         path = os.path.join(plan.root, rel)
         if plan.kind == "jsonl":
-            _, start, end, line_no = part
-            with _open(path) as file_:
-                file_.seek(start)
-                pos = start
-                while pos < end:
-                    raw = file_.readline()
-                    if not raw:
-                        raise DataFormatError(path, line_no, "the file is shorter than when the shards were planned (changed during the run?)")
-                    pos += len(raw)
-                    if not _is_blank(raw):
-                        yield _json_item(path, rel, line_no, raw, text_field=text_field, id_field=id_field, encoding=encoding)
-                    line_no += 1
+            for line_no, raw in _jsonl_lines(path, part):
+                yield _json_item(path, rel, line_no, raw, text_field=text_field, id_field=id_field, encoding=encoding)
         elif plan.kind == "txt":
             with _open(path) as file_:
                 data = file_.read()
@@ -535,6 +525,23 @@ def read_shard(plan: ShardPlan, *, vocab=None, text_field: str = "text", id_fiel
             docbin = _cached_docbin(path)
             for i, doc in enumerate(_docbin_slice(docbin, first, end).get_docs(vocab), start=first):
                 yield Item(path, None, _docbin_id(doc.user_data, rel, i), doc)
+
+
+def _jsonl_lines(path: str, part: list) -> Iterator[Tuple[int, bytes]]:
+    """(line number, bytes) of the non-blank lines of a JSONL shard part
+    [relpath, start byte, end byte, first line number]."""
+    _, start, end, line_no = part
+    with _open(path) as file_:
+        file_.seek(start)
+        pos = start
+        while pos < end:
+            raw = file_.readline()
+            if not raw:
+                raise DataFormatError(path, line_no, "the file is shorter than when the shards were planned (changed during the run?)")
+            pos += len(raw)
+            if not _is_blank(raw):
+                yield line_no, raw
+            line_no += 1
 
 
 def _cached_docbin(path: str):
@@ -572,21 +579,11 @@ def shard_ids(plan: ShardPlan, *, text_field: str = "text", id_field: str = "id"
         if plan.kind == "txt":
             yield rel  # an undecodable file's too: a path is unique anyway
         elif plan.kind == "jsonl":
-            _, start, end, line_no = part
             path = os.path.join(plan.root, rel)
-            with _open(path) as file_:
-                file_.seek(start)
-                pos = start
-                while pos < end:
-                    raw = file_.readline()
-                    if not raw:
-                        break
-                    pos += len(raw)
-                    if not _is_blank(raw):
-                        item = _json_item(path, rel, line_no, raw, text_field=text_field, id_field=id_field, encoding=encoding)
-                        if item.error is None:
-                            yield item.id
-                    line_no += 1
+            for line_no, raw in _jsonl_lines(path, part):
+                item = _json_item(path, rel, line_no, raw, text_field=text_field, id_field=id_field, encoding=encoding)
+                if item.error is None:
+                    yield item.id
         else:
             _, first, end = part
             docbin = _cached_docbin(os.path.join(plan.root, rel))
