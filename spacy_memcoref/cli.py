@@ -698,6 +698,11 @@ def quantize_cmd(
     source_size = _dir_size(Path(model)) if Path(model).is_dir() else None
     size = f"{_dir_size(output) / 1e6:.0f} MB" + (f" (float32: {source_size / 1e6:.0f} MB)" if source_size else "")
     typer.echo(f"wrote {output}: {size}; it runs on CPU only")
+    # measured: a frozen-encoder PeTra lost 8.7 GAP F1 points (benchmarks/README.md)
+    typer.echo(
+        "int8 changes the encoder's vectors: score the copy on your dev data before you use it "
+        "(python benchmarks/s2e_speed.py --precision --model MODEL --dev DEV.spacy)"
+    )
 
 
 def main() -> None:
