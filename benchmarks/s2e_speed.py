@@ -207,18 +207,6 @@ def run_profiles(head_layer, docs, vectors, bs, top):
 # ----- float32 vs bfloat16 vs int8 ----------------------------------------------------
 
 
-def _transformers(nlp):
-    from spacy_memcoref.models.transformer_node import find_transformer
-
-    found = []
-    for _name, pipe in nlp.pipeline:
-        model = getattr(pipe, "model", None)
-        trf = find_transformer(model) if model is not None else None
-        if trf is not None and trf.transformer is not None:
-            found.append(trf.transformer)
-    return found
-
-
 def precision_pipelines(model_path, tmp, wanted=("float32", "bfloat16", "int8")):
     """{name: pipeline} of one pipeline in three precisions, the same
     weights: float32 (autocast kept off, whatever the config says), bfloat16
@@ -229,13 +217,13 @@ def precision_pipelines(model_path, tmp, wanted=("float32", "bfloat16", "int8"))
 
     from spacy_memcoref.cli import app
     from spacy_memcoref import run_in_float32
-    from spacy_memcoref.models.bf16_autocast import install
+    from spacy_memcoref.models.bf16_autocast import install, pipeline_transformers
 
     pipes = {"float32": spacy.load(model_path)}
     run_in_float32(pipes["float32"])
     if "bfloat16" in wanted:
         pipes["bfloat16"] = spacy.load(model_path)
-        for hf in _transformers(pipes["bfloat16"]):
+        for hf in pipeline_transformers(pipes["bfloat16"]):
             install(hf)
     if "int8" in wanted:
         result = CliRunner().invoke(app, ["quantize", str(model_path), str(tmp / "int8")])

@@ -88,6 +88,19 @@ def _to_float32(value: Any) -> Any:
     return value
 
 
+def pipeline_transformers(nlp) -> list:
+    """The Hugging Face models of a loaded pipeline's components' encoders."""
+    from .transformer_node import find_transformer
+
+    found = []
+    for _name, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        trf = find_transformer(model) if model is not None else None
+        if trf is not None and trf.transformer is not None:
+            found.append(trf.transformer)
+    return found
+
+
 def run_in_float32(nlp) -> int:
     """Make a loaded pipeline's memcoref encoders run in float32, whatever
     their config's `bfloat16` says (loading with `bfloat16: False` as a
@@ -96,13 +109,7 @@ def run_in_float32(nlp) -> int:
     nlp (Language): a loaded pipeline.
     RETURNS (int): how many encoders were switched.
     """
-    from .transformer_node import find_transformer
-
-    count = 0
-    for _name, pipe in nlp.pipeline:
-        model = getattr(pipe, "model", None)
-        trf = find_transformer(model) if model is not None else None
-        if trf is not None and trf.transformer is not None:
-            disable(trf.transformer)
-            count += 1
-    return count
+    transformers = pipeline_transformers(nlp)
+    for hf_model in transformers:
+        disable(hf_model)
+    return len(transformers)
