@@ -157,13 +157,16 @@ def test_disk_cache_serves_a_later_run_and_only_the_same_encoder(tmp_path, monke
     other = frozen_encoder(build_embedded_transformer(), encoder_layers=2, cache_mb=64, cache_dir=folder)
     other.initialize(X=docs)
     other(docs[:1], is_train=True)
+    lower = frozen_encoder(build_embedded_transformer(), encoder_layers=4, skip_top_layers=1, cache_mb=64, cache_dir=folder)
+    lower.initialize(X=docs)
+    lower(docs[:1], is_train=True)
     changed = frozen_encoder(build_embedded_transformer(), encoder_layers=4, cache_mb=64, cache_dir=folder)
     changed.initialize(X=docs)
     hf = find_transformer(changed).transformer
     with torch.no_grad():
         next(hf.parameters()).add_(1.0)
     changed(docs[:1], is_train=True)
-    assert len({p.parent for p in (tmp_path / "vectors").rglob("*.npy")}) == 3
+    assert len({p.parent for p in (tmp_path / "vectors").rglob("*.npy")}) == 4
     # nothing half-written is left
     assert not list((tmp_path / "vectors").rglob("*.tmp"))
     with pytest.raises(ValueError, match="frozen_cache_dir"):

@@ -305,6 +305,9 @@ def test_uninitialized_component_says_so():
         ({"encoder_layers": 0}, "encoder_layers"),
         ({"encoder_layers": 4}, "spacy-transformers encoder"),
         ({"encoder_layers": 4, "freeze_encoder": False}, "freeze_encoder"),
+        ({"skip_top_layers": -1}, "skip_top_layers"),
+        ({"skip_top_layers": 2}, "spacy-transformers encoder"),
+        ({"skip_top_layers": 2, "freeze_encoder": False}, "freeze_encoder"),
     ],
 )
 def test_bad_config_values(override, message):
@@ -564,6 +567,26 @@ def test_last_four_layers_of_the_embedded_encoder():
     for f, g in zip(four, last):
         numpy.testing.assert_allclose(f[:, -384:], g, atol=1e-5)
     assert nlp(docs[0])._.memory_log["usage"].shape == (7, 10)
+
+
+@pytest.mark.slow
+def test_skip_top_layers_takes_the_layers_below_the_top():
+    """encoder_layers = 2 with skip_top_layers = 3 are hidden states 2-3 of
+    MiniLM's 7 (embeddings + 6 layers): the first two blocks of the last 5."""
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("memcoref_petra", config={"model": {"encoder_layers": 2, "skip_top_layers": 3}})
+    nlp.initialize()
+    docs = [nlp.make_doc("Anna met Maria before she left .")]
+    encoder = pipe.model.layers[0]
+    below = encoder.predict(docs)[0]
+    encoder.attrs.update(encoder_layers=5, skip_top_layers=0)
+    last_five = encoder.predict(docs)[0]
+    with pytest.raises(ValueError, match="need 8 hidden states, but the transformer has only 7"):
+        encoder.attrs.update(encoder_layers=3, skip_top_layers=5)
+        encoder.predict(docs)
+    assert below.shape == (7, 2 * 384)
+    numpy.testing.assert_allclose(below, last_five[:, : 2 * 384], atol=1e-5)
+    assert not numpy.allclose(below[:, -384:], last_five[:, -384:], atol=1e-3)
 
 
 @pytest.mark.parametrize(

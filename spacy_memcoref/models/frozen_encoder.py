@@ -19,19 +19,26 @@ from .encoder_cache import DiskStore, EncoderCache, model_fingerprint, words_key
 from .transformer_node import find_transformer
 
 
-def frozen_options_error(tok2vec: Model, freeze_encoder: bool, encoder_layers: int) -> Optional[str]:
-    """What is wrong with a builder's freeze_encoder / encoder_layers
-    values (None: nothing); the s2e and PeTra builders both ask."""
+def frozen_options_error(
+    tok2vec: Model, freeze_encoder: bool, encoder_layers: int, skip_top_layers: int = 0
+) -> Optional[str]:
+    """What is wrong with a builder's freeze_encoder / encoder_layers /
+    skip_top_layers values (None: nothing); the s2e and PeTra builders both
+    ask."""
     if not isinstance(freeze_encoder, bool):
         return f"freeze_encoder must be true or false, got {freeze_encoder!r}"
     if isinstance(encoder_layers, bool) or not isinstance(encoder_layers, int) or encoder_layers < 1:
         return f"encoder_layers must be a positive integer, got {encoder_layers!r}"
+    if isinstance(skip_top_layers, bool) or not isinstance(skip_top_layers, int) or skip_top_layers < 0:
+        return f"skip_top_layers must be an integer >= 0, got {skip_top_layers!r}"
+    if skip_top_layers > 0 and not freeze_encoder:
+        return "skip_top_layers > 0 needs freeze_encoder = true (it picks hidden layers of a frozen encoder)"
     if encoder_layers > 1 and not freeze_encoder:
         return "encoder_layers > 1 needs freeze_encoder = true (spacy-transformers backpropagates into its last layer only)"
-    if encoder_layers > 1 and find_transformer(tok2vec) is None:
+    if (encoder_layers > 1 or skip_top_layers > 0) and find_transformer(tok2vec) is None:
         return (
-            "encoder_layers > 1 needs a spacy-transformers encoder (a TransformerModel inside the tok2vec), "
-            f"found {tok2vec.name!r}; use encoder_layers = 1 with other encoders"
+            "encoder_layers > 1 or skip_top_layers > 0 needs a spacy-transformers encoder (a TransformerModel inside the tok2vec), "
+            f"found {tok2vec.name!r}; use encoder_layers = 1 and skip_top_layers = 0 with other encoders"
         )
     return None
 
@@ -40,6 +47,7 @@ def frozen_encoder(
     tok2vec: Model[List[Doc], List[Floats2d]],
     *,
     encoder_layers: int = 1,
+    skip_top_layers: int = 0,
     cache_mb: int = 0,
     cache_dir: Optional[str] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
@@ -50,6 +58,8 @@ def frozen_encoder(
         initialized, serialized and loaded with the pipeline.
     encoder_layers (int): k > 1: the last k hidden layers of its
         TransformerModel, concatenated and mean-pooled to spaCy tokens.
+    skip_top_layers (int): n > 0: leave out the top n hidden layers; the
+        features are the encoder_layers layers below them (0: the last ones).
     cache_mb (int): once training has begun, keep each Doc's vectors, up to
         this many megabytes, least recently used out (0: no cache).
     cache_dir (Optional[str]): also keep them on disk in this folder (under
@@ -68,7 +78,7 @@ def frozen_encoder(
         _CachingForward(EncoderCache(cache_mb * 2**20), cache_dir),
         init=_frozen_init,
         layers=[tok2vec, reduce_mean()],
-        attrs={"encoder_layers": encoder_layers, "cache_mb": cache_mb},
+        attrs={"encoder_layers": encoder_layers, "skip_top_layers": skip_top_layers, "cache_mb": cache_mb},
     )
 
 
@@ -90,6 +100,9 @@ class _CachingForward:
         if self.cache_dir is not None and self.disk is None:
             # the weights are fixed from here on: fingerprint them once
             settings = ("frozen_encoder", model.attrs["encoder_layers"], model.layers[0].attrs.get("inference_segments"))
+            skip = model.attrs.get("skip_top_layers", 0)
+            if skip:  # appended only when set, so caches written before stay valid
+                settings += ("skip_top_layers", skip)
             self.disk = DiskStore(self.cache_dir, model_fingerprint(model.layers[0], *settings))
         return _frozen_forward(model, docs, self.cache, self.disk)
 
@@ -110,9 +123,10 @@ def _frozen_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
 def _encode(model: Model, docs: List[Doc]) -> List[Floats2d]:
     tok2vec = model.layers[0]
     k = model.attrs["encoder_layers"]
-    if k == 1:
+    skip = model.attrs.get("skip_top_layers", 0)
+    if k == 1 and skip == 0:
         return encode_for_inference(tok2vec, docs)
-    return encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k))
+    return encode_for_inference(tok2vec, docs, lambda batch: _last_layers(model, batch, k, skip))
 
 
 def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache], disk: Optional[DiskStore]):
@@ -143,9 +157,9 @@ def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache]
     return vectors, backprop
 
 
-def _last_layers(model: Model, docs: List[Doc], k: int) -> List[Floats2d]:
-    """The last k hidden layers of the TransformerModel in model.layers[0],
-    concatenated, aligned and mean-pooled to spaCy tokens (as
+def _last_layers(model: Model, docs: List[Doc], k: int, skip: int = 0) -> List[Floats2d]:
+    """The last k hidden layers of the TransformerModel in model.layers[0]
+    (below its top `skip` layers), concatenated, aligned and mean-pooled to spaCy tokens (as
     spacy-transformers' trfs2arrays pools the last layer)."""
     from spacy_transformers.align import apply_alignment
 
@@ -167,9 +181,12 @@ def _last_layers(model: Model, docs: List[Doc], k: int) -> List[Floats2d]:
             width = k * int(trf.get_dim("nO"))
             outputs.append(ops.alloc2f(len(doc), width))
             continue
-        if len(hidden) < k:
-            raise ValueError(f"encoder_layers = {k}, but the transformer has only {len(hidden)} hidden states")
-        layers = [ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[-k:]]
+        if len(hidden) < k + skip:
+            raise ValueError(
+                f"encoder_layers = {k} and skip_top_layers = {skip} need {k + skip} hidden states, "
+                f"but the transformer has only {len(hidden)}"
+            )
+        layers = [ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[len(hidden) - skip - k : len(hidden) - skip]]
         src = ops.xp.concatenate(layers, axis=1)
         dst, _ = apply_alignment(ops, data.align, src)
         outputs.append(pooling.predict(dst))

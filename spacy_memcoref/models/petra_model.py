@@ -74,6 +74,7 @@ def build_petra(
     min_mentions: int = 2,
     freeze_encoder: bool = True,
     encoder_layers: int = 4,
+    skip_top_layers: int = 0,
     layer_mix: bool = False,
     frozen_cache_mb: int = 2048,
     frozen_cache_dir: Optional[str] = None,
@@ -100,6 +101,9 @@ def build_petra(
     freeze_encoder (bool): no gradients into the encoder (the paper's setup).
     encoder_layers (int): concatenate the last k hidden layers of a
         spacy-transformers encoder (paper: 4); 1 = the encoder's own output.
+    skip_top_layers (int): with freeze_encoder, leave out the encoder's top
+        n hidden layers: the features are the encoder_layers layers below
+        them (0: the last encoder_layers, as the paper).
     layer_mix (bool): instead of concatenating the k layers, feed the GRU a
         learned scalar mix of them, gamma * sum_l softmax(w)_l * layer_l (as
         ELMo and the BERT-era readers mix layers); needs encoder_layers > 1.
@@ -143,7 +147,7 @@ def build_petra(
         not layer_mix or (_is_int(encoder_layers) and encoder_layers > 1),
         f"layer_mix = true mixes encoder_layers > 1 layers, got encoder_layers = {encoder_layers!r}",
     )
-    frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
+    frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers, skip_top_layers)
     _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_petra import SparseGold
@@ -176,7 +180,13 @@ def build_petra(
 
     encoder = tok2vec
     if freeze_encoder:
-        encoder = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb, cache_dir=frozen_cache_dir)
+        encoder = frozen_encoder(
+            tok2vec,
+            encoder_layers=encoder_layers,
+            skip_top_layers=skip_top_layers,
+            cache_mb=frozen_cache_mb,
+            cache_dir=frozen_cache_dir,
+        )
     return build_coref_model(
         PETRA_MODEL_NAME,
         encoder,
