@@ -4,7 +4,9 @@ A small CNN-tok2vec s2e pipeline, overfit for a few seconds so that it finds
 clusters, stands in for a trained model. The Ray tests share one local
 cluster (num_cpus=2) and skip when the `ray` extra is not installed.
 """
+import inspect
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -16,7 +18,10 @@ from typer.testing import CliRunner
 
 from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_name
 from spacy_memcoref.annotate.output import OutputMismatch
-from spacy_memcoref.annotate.runner import BadInput, _InjectedFailure
+from spacy_memcoref.annotate.results import ShardResult
+from spacy_memcoref.annotate import _faults
+from spacy_memcoref.annotate._faults import DieOnce, InjectedFailure
+from spacy_memcoref.annotate.runner import BadInput
 from spacy_memcoref.cli import app
 from test_s2e import make_examples, s2e_config
 
@@ -132,6 +137,23 @@ def test_representative_name_is_first_proper_noun_else_longest():
     assert representative_name([tagged[0:2], tagged[4:5]]) == "Ann"
 
 
+def test_fault_hooks_are_private_and_shard_results_pickle():
+    assert not [name for name in inspect.signature(annotate_corpus).parameters if name.startswith("_")]
+    assert _faults.active() == _faults.NONE
+    with pytest.raises(KeyError), _faults.inject(fail_after_shards=1) as plan:
+        assert _faults.active() is plan and plan.fail_after_shards == 1
+        raise KeyError("the plan is reset however the block ends")
+    assert _faults.active() == _faults.NONE
+    die_once = DieOnce(shard=1, marker="/nonexistent/died")
+    assert pickle.loads(pickle.dumps(die_once)) == die_once
+    die_once.strike(0)  # another shard: nothing happens
+    result = ShardResult(
+        index=3, digest="abc", n_items=3, n_docs=2, n_errors=1, n_tokens=9, n_clusters=1, files={"jsonl": b"{}\n"}, ids=["a", "b"], pid=7
+    )
+    assert pickle.loads(pickle.dumps(result)) == result
+    assert result.manifest_entry() == {"n_items": 3, "n_docs": 2, "n_errors": 1, "n_tokens": 9, "n_clusters": 1, "digest": "abc"}
+
+
 # ----- the local engine ---------------------------------------------------------
 
 
@@ -222,9 +244,9 @@ def test_cli_annotate_and_rerun_of_finished_output(model_dir, corpus, reference,
 
 def test_resume_after_an_interrupted_run(model_dir, corpus, reference, tmp_path):
     out = tmp_path / "out"
-    with pytest.raises(_InjectedFailure):
+    with pytest.raises(InjectedFailure), _faults.inject(fail_after_shards=3):
         # killed after shard 2's files were written but before the manifest recorded it
-        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False, _fail_after_shards=3)
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
     assert sorted(manifest(out)["shards"]) == ["0", "1"] and not manifest(out)["complete"]
     assert (out / "shard-000002.jsonl").exists()  # an orphan shard the rerun must replace, not duplicate
     (out / ".shard-000003.jsonl.abc123.tmp").write_text('{"id": "half a line', encoding="utf8")  # a half-written temp
@@ -444,16 +466,17 @@ def test_duplicate_ids_are_warned_once_and_counted(model_dir, tmp_path):
     assert "2 documents" in warnings[0] and "'7'" in warnings[0] and "'a'" in warnings[0]
     # the count covers the whole output when a stopped run is resumed (shard 0 done before)
     out2 = tmp_path / "out2"
-    with pytest.raises(_InjectedFailure):
-        annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False, _fail_after_shards=2)
+    with pytest.raises(InjectedFailure), _faults.inject(fail_after_shards=2):
+        annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False)
     messages = []
     resumed = annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False, log=messages.append)
     assert resumed.skipped_shards == 1 and resumed.documents == 4 and resumed.duplicate_ids == 2
     assert len([m for m in messages if "duplicate document ids" in m]) == 1
     assert shard_bytes(out2) == shard_bytes(out)
     # the API without a log warns with `warnings`; unique ids: no warning, a count of 0
-    with pytest.warns(UserWarning, match="duplicate document ids"):
+    with pytest.warns(UserWarning, match="duplicate document ids") as caught:
         finished = annotate_corpus(model_dir, corpus, out2, shard_size=2, progress=False)
+    assert [w.filename for w in caught if "duplicate" in str(w.message)] == [__file__]  # points at the caller
     assert finished.shards == 0 and finished.duplicate_ids == 2
     unique = write_jsonl(tmp_path / "unique.jsonl", TEXTS[:3], ids=[1, 2, "3"])
     messages = []
@@ -492,10 +515,8 @@ def test_document_of_20k_tokens(model_dir, tmp_path):
 def test_two_processes_equal_one_and_survive_a_worker_death(model_dir, corpus, reference, tmp_path):
     out = tmp_path / "out"
     marker = tmp_path / "died"
-    summary = annotate_corpus(
-        model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, n_process=2, progress=False,
-        _die_once={"shard": 1, "marker": str(marker)},
-    )
+    with _faults.inject(die_once=DieOnce(shard=1, marker=str(marker))):
+        summary = annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, n_process=2, progress=False)
     assert marker.exists(), "the worker annotating shard 1 should have died once"
     assert summary.documents == 23 and summary.shards == 5
     assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
@@ -525,10 +546,10 @@ def ray_cluster():
 def test_ray_equals_local_and_survives_an_actor_death(ray_cluster, model_dir, corpus, reference, tmp_path):
     out = tmp_path / "out"
     marker = tmp_path / "died"
-    summary = annotate_corpus(
-        model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False,
-        _die_once={"shard": 2, "marker": str(marker)},
-    )
+    with _faults.inject(die_once=DieOnce(shard=2, marker=str(marker))):
+        summary = annotate_corpus(
+            model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False,
+        )
     assert marker.exists(), "the actor annotating shard 2 should have died once"
     assert summary.documents == 23 and summary.shards == 5 and summary.errors == 0
     assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
@@ -538,8 +559,8 @@ def test_ray_equals_local_and_survives_an_actor_death(ray_cluster, model_dir, co
 
 def test_ray_resumes_a_local_run_and_skips_errors(ray_cluster, model_dir, corpus, reference, tmp_path):
     out = tmp_path / "out"
-    with pytest.raises(_InjectedFailure):
-        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False, _fail_after_shards=2)
+    with pytest.raises(InjectedFailure), _faults.inject(fail_after_shards=2):
+        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
     summary = annotate_corpus(model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
     assert summary.skipped_shards == 1 and summary.shards == 4
     assert shard_bytes(out) == shard_bytes(reference)

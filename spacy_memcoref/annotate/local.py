@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
 from .errors import AnnotateError
 from .inputs import ShardPlan
+from .results import ShardResult
 from .worker import annotate_shard, load_pipeline
 
 MAX_POOL_RESTARTS = 3
@@ -37,7 +38,7 @@ def run_inline(
     threads: Optional[int] = None,
     on_docs: Optional[Callable[[int, int], None]] = None,
     on_ready: Optional[Callable[[], None]] = None,
-) -> Iterator[Dict[str, Any]]:
+) -> Iterator[ShardResult]:
     """Annotate shards one after another in this process, in order."""
     nlp = load_pipeline(model, gpu_id=gpu_id, threads=threads)
     if on_ready is not None:
@@ -56,7 +57,7 @@ def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[
     _WORKER["options"] = options
 
 
-def _work(plan: Dict[str, Any]) -> Dict[str, Any]:
+def _work(plan: Dict[str, Any]) -> ShardResult:
     return annotate_shard(_WORKER["nlp"], ShardPlan.from_dict(plan), _WORKER["options"])
 
 
@@ -69,7 +70,7 @@ def run_pool(
     gpu_id: int = -1,
     threads: Optional[int] = None,
     max_restarts: int = MAX_POOL_RESTARTS,
-) -> Iterator[Dict[str, Any]]:
+) -> Iterator[ShardResult]:
     """Annotate shards in n_process worker processes; results come as shards
     finish (not in order). At most 2 * n_process shards are in flight, so
     memory does not grow with the corpus."""

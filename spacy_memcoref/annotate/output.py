@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..util import atomic_output
+from .results import ShardResult
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "spacy_memcoref.annotate.v1"
@@ -191,19 +192,19 @@ class OutputDir:
 
     # ----- writing ------------------------------------------------------------
 
-    def write_shard(self, result: Dict[str, Any]) -> None:
+    def write_shard(self, result: ShardResult) -> None:
         """Write a shard's files atomically, then record it in the manifest."""
-        index = result["index"]
+        index = result.index
         names = []
-        for suffix, data in sorted(result["files"].items()):
+        for suffix, data in sorted(result.files.items()):
             name = shard_name(index, suffix)
             with atomic_output(self.path / name) as tmp:
                 tmp.write_bytes(data)
             names.append(name)
         stale = self.path / shard_name(index, "errors.jsonl")
-        if "errors.jsonl" not in result["files"] and stale.exists():
+        if "errors.jsonl" not in result.files and stale.exists():
             stale.unlink()  # a former run's errors for this shard, now fixed
-        entry = {key: result[key] for key in ("n_items", "n_docs", "n_errors", "n_tokens", "n_clusters", "digest")}
+        entry = result.manifest_entry()
         entry["files"] = names
         self.manifest["shards"][str(index)] = entry
 
@@ -211,7 +212,7 @@ class OutputDir:
         with atomic_output(self.path / MANIFEST) as tmp:
             tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n", encoding="utf8")
 
-    def record_shard(self, result: Dict[str, Any]) -> None:
+    def record_shard(self, result: ShardResult) -> None:
         self.write_shard(result)
         self.manifest["complete"] = False
         self.save()

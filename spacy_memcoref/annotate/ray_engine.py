@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from ..doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import AnnotateError
 from .inputs import ShardPlan
+from .results import ShardResult
 from .worker import annotate_shard, doc_record, load_pipeline
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'
@@ -67,8 +68,8 @@ def _gpu_for_actor(use_gpu: Optional[bool]) -> int:
 
 class ShardAnnotator:
     """map_batches callable for `annotate --engine ray`: each row of a batch is
-    a pickled ShardPlan; each output row is the pickled result of the shard
-    (its file contents and counts)."""
+    a pickled ShardPlan; each output row is the pickled ShardResult of the
+    shard (its file contents and counts)."""
 
     def __init__(self, model: str, options: Dict[str, Any], threads: Optional[int] = None, use_gpu: Optional[bool] = None) -> None:
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
@@ -118,7 +119,7 @@ def run_ray(
     cpus_per_worker: float = 1.0,
     address: Optional[str] = None,
     log: Optional[Callable[[str], None]] = None,
-) -> Iterator[Dict[str, Any]]:
+) -> Iterator[ShardResult]:
     """Annotate the shards on Ray; results come as shards finish.
 
     workers (Optional[int]): actors; None: as many as the cluster's CPUs (or

@@ -7,11 +7,13 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
-from .inputs import ShardPlan, plan_shards, resolve_input, shard_ids
+from . import _faults
+from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
+from .results import ShardResult
 
 ENGINES = ("local", "ray")
 FORMATS = ("jsonl", "spacy")
@@ -61,10 +63,6 @@ class DuplicateIds:
             f"({len(self._repeated):,} ids: {shown}{more}); they are annotated all the same, but their records "
             "cannot be told apart by id (duplicate_ids in the summary)"
         )
-
-
-class _InjectedFailure(RuntimeError):
-    """Testing hook: the run stops as if killed."""
 
 
 @dataclass
@@ -186,8 +184,6 @@ def annotate_corpus(
     address: Optional[str] = None,
     progress: Optional[bool] = None,
     log: Optional[Callable[[str], None]] = None,
-    _fail_after_shards: Optional[int] = None,
-    _die_once: Optional[Dict[str, Any]] = None,
 ) -> AnnotateSummary:
     """Annotate a corpus with a coreference pipeline, shard by shard.
 
@@ -229,6 +225,72 @@ def annotate_corpus(
     RETURNS (AnnotateSummary): what this run did and what OUTPUT_DIR holds.
     """
     say = log or (lambda message: None)
+    formats, engine_opts = _check_arguments(
+        engine, formats, text_field=text_field, id_field=id_field, encoding=encoding, shard_size=shard_size,
+        batch_size=batch_size, n_process=n_process, threads=threads, gpu_id=gpu_id, workers=workers,
+        gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker, address=address,
+    )
+    faults = _faults.active()
+    job = _prepare(
+        model, input_path, output_dir, formats=formats, text_field=text_field, id_field=id_field, input_format=input_format,
+        encoding=encoding, shard_size=shard_size, batch_size=batch_size, skip_errors=skip_errors, resolved=resolved,
+        prefix=prefix, die_once=faults.die_once,
+    )
+    summary = AnnotateSummary(output_dir=str(output_dir))
+    with OutputDir(output_dir, job.identity, overwrite=overwrite) as out:
+        n_done_before = len(out.manifest["shards"])
+        if n_done_before:
+            say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
+        duplicates = DuplicateIds()
+        pending = _PendingShards(job.spec, shard_size, out, duplicates, text_field=text_field, id_field=id_field, encoding=encoding)
+        bar = _Progress(progress)
+        start = time.time()
+        try:
+            results = _start_engine(engine_opts, pending, job.model, job.options, summary=summary, bar=bar, say=say)
+            windows = _write_results(results, out, summary, duplicates, bar, fail_after_shards=faults.fail_after_shards)
+            out.finish(pending.planned)
+        finally:
+            bar.close()
+        summary.skipped_shards = pending.skipped
+        _finish_summary(summary, out, duplicates, windows, start, log=log)
+    return summary
+
+
+# ----- the steps of annotate_corpus ---------------------------------------------------
+
+
+class _EngineOptions(NamedTuple):
+    """The engine and its options, checked, defaults filled in."""
+
+    engine: str
+    n_process: int
+    threads: Optional[int]
+    gpu_id: int
+    workers: Optional[int]
+    gpus_per_worker: float
+    cpus_per_worker: float
+    address: Optional[str]
+
+
+def _check_arguments(
+    engine: str,
+    formats: Union[str, Sequence[str]],
+    *,
+    text_field: str,
+    id_field: str,
+    encoding: str,
+    shard_size: int,
+    batch_size: int,
+    n_process: Optional[int],
+    threads: Optional[int],
+    gpu_id: Optional[int],
+    workers: Optional[int],
+    gpus_per_worker: Optional[float],
+    cpus_per_worker: Optional[float],
+    address: Optional[str],
+) -> Tuple[List[str], _EngineOptions]:
+    """Refuse bad arguments before any work (Ray missing included).
+    RETURNS the formats and the engine's options, defaults filled in."""
     if engine not in ENGINES:
         raise ValueError(f"--engine must be local or ray, got {engine!r}")
     formats = parse_formats(formats)
@@ -261,7 +323,38 @@ def annotate_corpus(
         from .ray_engine import import_ray
 
         import_ray()  # fail now, with the install hint, not after planning
+    return formats, _EngineOptions(engine, n_process, threads, gpu_id, workers, gpus_per_worker, cpus_per_worker, address)
 
+
+class _Job(NamedTuple):
+    """What a run annotates and how: the model (a folder resolved to an
+    absolute path), the input, the identity of the output (for resume) and
+    the options of the workers (annotate_shard)."""
+
+    model: str
+    spec: InputSpec
+    identity: Dict[str, Any]
+    options: Dict[str, Any]
+
+
+def _prepare(
+    model: str,
+    input_path: Union[str, Path],
+    output_dir: Union[str, Path],
+    *,
+    formats: List[str],
+    text_field: str,
+    id_field: str,
+    input_format: str,
+    encoding: str,
+    shard_size: int,
+    batch_size: int,
+    skip_errors: bool,
+    resolved: bool,
+    prefix: Optional[str],
+    die_once: Optional[_faults.DieOnce] = None,
+) -> _Job:
+    """Find the pipeline and the input (or raise a clear error)."""
     model_dir = check_model(model)
     if Path(model).exists():
         model = str(Path(model).resolve())  # workers (Ray's too) may run elsewhere than in this folder
@@ -288,104 +381,149 @@ def annotate_corpus(
         "prefix": prefix,
         "skip_errors": skip_errors,
         "resolved": resolved,
-        "_die_once": _die_once,
     }
-    summary = AnnotateSummary(output_dir=str(output_dir))
-    with OutputDir(output_dir, identity, overwrite=overwrite) as out:
-        n_done_before = len(out.manifest["shards"])
-        if n_done_before:
-            say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
-        counter = {"shards": 0}
-        duplicates = DuplicateIds()
+    if die_once is not None:  # tests only
+        options[_faults.DIE_ONCE] = die_once
+    return _Job(model, spec, identity, options)
 
-        def pending() -> Iterator[ShardPlan]:
-            for plan in plan_shards(spec, shard_size):
-                counter["shards"] += 1
-                if out.done(plan.index) is not None:
-                    out.check_unchanged(plan.index, plan.digest)
-                    duplicates.add(shard_ids(plan, text_field=text_field, id_field=id_field, encoding=encoding))
-                    summary.skipped_shards += 1
-                    continue
-                yield plan
 
-        bar = _Progress(progress)
-        start = time.time()
-        windows: List[tuple] = []
-        try:
-            if engine == "ray":
-                t_plan = time.time()
-                plans = list(pending())
-                summary.plan_seconds = time.time() - t_plan
-                bar.start(total=sum(p.n_items for p in plans))
-                from .ray_engine import run_ray
+class _PendingShards:
+    """The shards this run annotates, planned as the engine asks for them
+    (Ray: all up front): a shard that OUTPUT_DIR's manifest lists as done is
+    checked unchanged, its ids go to the duplicate count, and it is skipped.
+    planned: the shards of the input so far, done or not; skipped: the done ones."""
 
-                results = run_ray(
-                    plans,
-                    model,
-                    options,
-                    workers=workers,
-                    gpus_per_worker=gpus_per_worker,
-                    cpus_per_worker=cpus_per_worker,
-                    address=address,
-                    log=say,
-                )
-            elif n_process > 1:
-                from .local import default_threads, run_pool
+    def __init__(
+        self, spec: InputSpec, shard_size: int, out: OutputDir, duplicates: DuplicateIds, *, text_field: str, id_field: str, encoding: str
+    ) -> None:
+        self.spec = spec
+        self.shard_size = shard_size
+        self.out = out
+        self.duplicates = duplicates
+        self.read_options = {"text_field": text_field, "id_field": id_field, "encoding": encoding}
+        self.planned = 0
+        self.skipped = 0
 
-                if gpu_id >= 0:  # fail here, clearly, rather than in every worker
-                    import spacy
+    def __iter__(self) -> Iterator[ShardPlan]:
+        for plan in plan_shards(self.spec, self.shard_size):
+            self.planned += 1
+            if self.out.done(plan.index) is not None:
+                self.out.check_unchanged(plan.index, plan.digest)
+                self.duplicates.add(shard_ids(plan, **self.read_options))
+                self.skipped += 1
+                continue
+            yield plan
 
-                    spacy.require_gpu(gpu_id)
-                bar.start(total=None)
-                results = run_pool(
-                    pending(), model, options, n_process=n_process, gpu_id=gpu_id, threads=threads or default_threads(n_process)
-                )
-            else:
-                from .local import run_inline
 
-                bar.start(total=None)
-                results = run_inline(pending(), model, options, gpu_id=gpu_id, threads=threads, on_docs=bar.docs)
-            try:
-                for result in results:
-                    if result.get("fatal"):
-                        raise BadInput(f"{result['fatal']} (pass --skip-errors to record bad lines and files and go on)")
-                    if _fail_after_shards is not None and summary.shards + 1 >= _fail_after_shards:
-                        out.write_shard(result)  # files written, manifest not: as if killed in between
-                        raise _InjectedFailure(f"injected failure after shard {result['index']}")
-                    duplicates.add(result.get("ids", ()))
-                    t_write = time.time()
-                    out.record_shard(result)
-                    summary.write_seconds += time.time() - t_write
-                    summary.shards += 1
-                    summary.documents += result["n_docs"]
-                    summary.tokens += result["n_tokens"]
-                    summary.clusters += result["n_clusters"]
-                    summary.errors += result["n_errors"]
-                    if "t_start" in result:
-                        windows.append((result["t_start"], result["t_end"]))
-                    pid = str(result.get("pid"))
-                    summary.worker_peak_rss_mb[pid] = max(summary.worker_peak_rss_mb.get(pid, 0.0), result.get("peak_rss_mb", 0.0))
-                    bar.shard(result)
-            finally:
-                close = getattr(results, "close", None)
-                if close is not None:
-                    close()
-            out.finish(counter["shards"])
-        finally:
-            bar.close()
-        summary.duplicate_ids = duplicates.count
-        message = duplicates.warning()
-        if message is not None:
-            if log is not None:
-                say(message)
-            else:
-                warnings.warn(message[len("warning: "):], stacklevel=2)
-        summary.seconds = time.time() - start
-        if windows:
-            summary.busy_seconds = max(t for _, t in windows) - min(t for t, _ in windows)
-        summary.totals = out.totals()
-        summary.complete = True
-    return summary
+def _start_engine(
+    opts: _EngineOptions,
+    pending: _PendingShards,
+    model: str,
+    options: Dict[str, Any],
+    *,
+    summary: AnnotateSummary,
+    bar: "_Progress",
+    say: Callable[[str], None],
+) -> Iterator[ShardResult]:
+    """Start the engine on the pending shards and the progress bar.
+    RETURNS the shards' results, as they finish."""
+    if opts.engine == "ray":
+        t_plan = time.time()
+        plans = list(pending)
+        summary.plan_seconds = time.time() - t_plan
+        bar.start(total=sum(p.n_items for p in plans))
+        from .ray_engine import run_ray
+
+        return run_ray(
+            plans,
+            model,
+            options,
+            workers=opts.workers,
+            gpus_per_worker=opts.gpus_per_worker,
+            cpus_per_worker=opts.cpus_per_worker,
+            address=opts.address,
+            log=say,
+        )
+    if opts.n_process > 1:
+        from .local import default_threads, run_pool
+
+        if opts.gpu_id >= 0:  # fail here, clearly, rather than in every worker
+            import spacy
+
+            spacy.require_gpu(opts.gpu_id)
+        bar.start(total=None)
+        threads = opts.threads or default_threads(opts.n_process)
+        return run_pool(iter(pending), model, options, n_process=opts.n_process, gpu_id=opts.gpu_id, threads=threads)
+    from .local import run_inline
+
+    bar.start(total=None)
+    return run_inline(iter(pending), model, options, gpu_id=opts.gpu_id, threads=opts.threads, on_docs=bar.docs)
+
+
+def _write_results(
+    results: Iterator[ShardResult],
+    out: OutputDir,
+    summary: AnnotateSummary,
+    duplicates: DuplicateIds,
+    bar: "_Progress",
+    *,
+    fail_after_shards: Optional[int] = None,
+) -> List[Tuple[float, float]]:
+    """Write each shard's files and manifest entry as it arrives and count it
+    in the summary; stop at the first fatal result (BadInput).
+    RETURNS the workers' (start, end) times of the shards."""
+    windows: List[Tuple[float, float]] = []
+    try:
+        for result in results:
+            if result.fatal:
+                raise BadInput(f"{result.fatal} (pass --skip-errors to record bad lines and files and go on)")
+            if fail_after_shards is not None and summary.shards + 1 >= fail_after_shards:  # tests only
+                out.write_shard(result)  # files written, manifest not: as if killed in between
+                raise _faults.InjectedFailure(f"injected failure after shard {result.index}")
+            duplicates.add(result.ids)
+            t_write = time.time()
+            out.record_shard(result)
+            summary.write_seconds += time.time() - t_write
+            summary.shards += 1
+            summary.documents += result.n_docs
+            summary.tokens += result.n_tokens
+            summary.clusters += result.n_clusters
+            summary.errors += result.n_errors
+            if result.t_start is not None and result.t_end is not None:
+                windows.append((result.t_start, result.t_end))
+            pid = str(result.pid)
+            summary.worker_peak_rss_mb[pid] = max(summary.worker_peak_rss_mb.get(pid, 0.0), result.peak_rss_mb)
+            bar.shard(result)
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+    return windows
+
+
+def _finish_summary(
+    summary: AnnotateSummary,
+    out: OutputDir,
+    duplicates: DuplicateIds,
+    windows: List[Tuple[float, float]],
+    start: float,
+    *,
+    log: Optional[Callable[[str], None]],
+) -> None:
+    """Fill in the summary of a finished run; say the duplicate ids warning
+    (to `log`, else with `warnings`, pointing at annotate_corpus's caller)."""
+    summary.duplicate_ids = duplicates.count
+    message = duplicates.warning()
+    if message is not None:
+        if log is not None:
+            log(message)
+        else:
+            warnings.warn(message[len("warning: "):], stacklevel=3)
+    summary.seconds = time.time() - start
+    if windows:
+        summary.busy_seconds = max(t for _, t in windows) - min(t for t, _ in windows)
+    summary.totals = out.totals()
+    summary.complete = True
 
 
 class _Progress:
@@ -419,16 +557,16 @@ class _Progress:
             self._postfix()
             self.bar.update(n_docs)
 
-    def shard(self, result: Dict[str, Any]) -> None:
+    def shard(self, result: ShardResult) -> None:
         """Per finished shard (pool and Ray engines); errors count as done items."""
         if self.per_doc:
-            if self.bar is not None and result["n_errors"]:
-                self.bar.update(result["n_errors"])
+            if self.bar is not None and result.n_errors:
+                self.bar.update(result.n_errors)
             return
-        self.tokens += result["n_tokens"]
+        self.tokens += result.n_tokens
         if self.bar is not None:
             self._postfix()
-            self.bar.update(result["n_items"])
+            self.bar.update(result.n_items)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -25,7 +25,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
 from ..resolution import edits_as_records, is_tagged, representative_of, resolve
+from ._faults import DIE_ONCE
 from .inputs import Item, ShardPlan, read_shard
+from .results import ShardResult
 
 
 def representative_name(spans, tagged: Optional[bool] = None) -> str:
@@ -95,21 +97,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _die_once(spec: Optional[Dict[str, Any]], index: int) -> None:
-    """Testing hook: kill this process (as a crash would) the first time it
-    reaches shard spec["shard"]; spec["marker"] is a file that records that it
-    happened, so the retry goes through."""
-    if not spec or spec.get("shard") != index:
-        return
-    marker = spec["marker"]
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    os._exit(17)
-
-
 def _refuse_too_long(item: Item, max_length: int) -> Item:
     """A text longer than nlp.max_length is a bad document (spaCy would stop
     the whole shard with E088): named by file and line like a bad line, and
@@ -129,7 +116,7 @@ def annotate_shard(
     options: Dict[str, Any],
     *,
     on_docs: Optional[Callable[[int, int], None]] = None,
-) -> Dict[str, Any]:
+) -> ShardResult:
     """Annotate one shard.
 
     nlp (Language): the loaded pipeline.
@@ -138,29 +125,14 @@ def annotate_shard(
         formats (list of "jsonl"/"spacy"), prefix, skip_errors, resolved.
     on_docs (Optional[Callable[[int, int], None]]): called with (documents,
         tokens) as documents are done, for a progress bar.
-    RETURNS (Dict[str, Any]): index, digest, counts (n_items, n_docs,
-        n_errors, n_tokens, n_clusters), files (name suffix -> bytes), ids
-        (of the documents written, in order: the writer counts duplicates
-        across shards), fatal (the first bad item's "file:line: reason" when
-        errors are not skipped, else None), and the worker's pid, peak RSS
-        and timings.
+    RETURNS (ShardResult): the counts, the files' bytes and the ids of the
+        shard, and the worker's pid, peak RSS and timings; or, when errors
+        are not skipped and the shard holds a bad item, only `fatal`.
     """
     t_start = time.time()
     prefix = options.get("prefix") or CLUSTER_PREFIX
     formats = options.get("formats") or ["jsonl"]
-    result: Dict[str, Any] = {
-        "index": plan.index,
-        "digest": plan.digest,
-        "n_items": plan.n_items,
-        "n_docs": 0,
-        "n_errors": 0,
-        "n_tokens": 0,
-        "n_clusters": 0,
-        "files": {},
-        "ids": [],
-        "fatal": None,
-        "pid": os.getpid(),
-    }
+    result = ShardResult(index=plan.index, digest=plan.digest, n_items=plan.n_items, pid=os.getpid())
     items = list(
         read_shard(
             plan,
@@ -175,7 +147,7 @@ def annotate_shard(
     items = [_refuse_too_long(item, nlp.max_length) for item in items]
     bad = [item for item in items if item.error is not None]
     if bad and not options.get("skip_errors"):
-        result["fatal"] = bad[0].error_message()
+        result.fatal = bad[0].error_message()
         return result
     good = [item for item in items if item.error is None]
     for item in good:
@@ -187,32 +159,33 @@ def annotate_shard(
         from spacy.tokens import DocBin
 
         docbin = DocBin(store_user_data=True)
-    die_once = options.get("_die_once")
+    die_once = options.get(DIE_ONCE)  # tests only (annotate._faults)
     docs = nlp.pipe((item.content for item in good), batch_size=int(options.get("batch_size", 8)))
     for item, doc in zip(good, docs):
         record = doc_record(item.id, doc, prefix, resolved=bool(options.get("resolved")))
         lines.append(dumps(record))
-        result["n_docs"] += 1
-        result["n_tokens"] += record["n_tokens"]
-        result["n_clusters"] += len(record["clusters"])
-        result["ids"].append(item.id)
+        result.n_docs += 1
+        result.n_tokens += record["n_tokens"]
+        result.n_clusters += len(record["clusters"])
+        result.ids.append(item.id)
         if docbin is not None:
             doc.user_data.setdefault("doc_id", item.id)
             docbin.add(doc)
         if on_docs is not None:
             on_docs(1, record["n_tokens"])
-        _die_once(die_once, plan.index)
-    if result["n_docs"] != len(good):
-        raise RuntimeError(f"shard {plan.index}: the pipeline returned {result['n_docs']} of {len(good)} documents")
-    result["n_errors"] = len(bad)
+        if die_once is not None:
+            die_once.strike(plan.index)
+    if result.n_docs != len(good):
+        raise RuntimeError(f"shard {plan.index}: the pipeline returned {result.n_docs} of {len(good)} documents")
+    result.n_errors = len(bad)
     if "jsonl" in formats:
-        result["files"]["jsonl"] = "".join(line + "\n" for line in lines).encode("utf-8")
+        result.files["jsonl"] = "".join(line + "\n" for line in lines).encode("utf-8")
     if docbin is not None:
-        result["files"]["spacy"] = docbin.to_bytes()
+        result.files["spacy"] = docbin.to_bytes()
     if bad:
-        result["files"]["errors.jsonl"] = "".join(dumps(item.error_record()) + "\n" for item in bad).encode("utf-8")
-    result["t_start"], result["t_end"] = t_start, time.time()
-    result["peak_rss_mb"] = peak_rss_mb()
+        result.files["errors.jsonl"] = "".join(dumps(item.error_record()) + "\n" for item in bad).encode("utf-8")
+    result.t_start, result.t_end = t_start, time.time()
+    result.peak_rss_mb = peak_rss_mb()
     return result
 
 
