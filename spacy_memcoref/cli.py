@@ -339,26 +339,6 @@ def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
     return list(_pipe_all(nlp, docs, batch_size))
 
 
-def _save_pipeline(nlp, output: Path, component: str, updates: Dict[str, float]) -> None:
-    """Save a pipeline with cfg updates of one component; the same values go
-    into config.cfg where the factory takes them as arguments."""
-    from thinc.api import Config
-
-    pipe = nlp.get_pipe(component)
-    pipe.cfg.update(updates)
-    nlp.to_disk(output)
-    config_path = output / "config.cfg"
-    config = Config().from_disk(config_path, interpolate=False)
-    block = config["components"][component]
-    changed = False
-    for key, value in updates.items():
-        if key in block:
-            block[key] = value
-            changed = True
-    if changed:
-        config.to_disk(config_path)
-
-
 def _output_path(model: str, output: Optional[Path]) -> Path:
     if output is not None:
         return output
@@ -386,9 +366,8 @@ def tune_gap_threshold_cmd(
     (before and after) and the threshold table, and stores both in the
     component's cfg (and config.cfg), so that the saved pipeline uses them."""
     from .corpora.docbin import read_docbin
-    from .scoring.calibration import calibrate as apply_calibration
-    from .scoring.calibration import expected_calibration_error, fit_platt, reliability_table
-    from .scoring.gap_spacy_scorer import gap_gold_and_probabilities, tune_gap_threshold
+    from .tuning.gap import gap_gold_and_probabilities, tune_gap_decisions
+    from .tuning.save import save_with_settings
 
     _check_count("--batch-size", batch_size)
     try:
@@ -398,22 +377,14 @@ def tune_gap_threshold_cmd(
         docs = read_docbin(input_path, nlp.vocab)
         annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
         gold, raw = gap_gold_and_probabilities(annotated, source=input_path, component=name)
-        keys = sorted(gold)
-        raw_p = [p for key in keys for p in raw[key]]
-        labels = [g for key in keys for g in gold[key][1:]]
-        before = list(pipe.cfg.get("gap_calibration", (1.0, 0.0)))
-        # rounded: the value stored in config.cfg is the one used
-        after = [round(v, 6) for v in fit_platt(raw_p, labels)] if calibrate else before
-        probs = {key: tuple(apply_calibration(p, after) for p in raw[key]) for key in keys}
-        best, table = tune_gap_threshold(gold, probs)
+        tuned = tune_gap_decisions(gold, raw, pipe.decoder.calibration(), fit=calibrate)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
-    tables = {}
-    for label, calibration in (("before", before), ("after", after)):
-        rows = reliability_table([apply_calibration(p, calibration) for p in raw_p], labels)
-        tables[label] = {"calibration": calibration, "ece": expected_calibration_error(rows), "bins": rows}
+    after, best, table, tables = tuned["calibration"], tuned["threshold"], tuned["table"], tuned["reliability"]
+    for label, reliability in tables.items():
+        calibration, rows = reliability["calibration"], reliability["bins"]
         typer.echo(f"reliability {label} (scale {calibration[0]:.3f}, shift {calibration[1]:.3f}; "
-                   f"ECE {100 * tables[label]['ece']:.1f}) on {len(labels)} candidates:")
+                   f"ECE {100 * reliability['ece']:.1f}) on {sum(row['n'] for row in rows)} candidates:")
         typer.echo(f"{'bin':>11} {'n':>5} {'mean p':>7} {'linked':>7}")
         for row in rows:
             typer.echo(f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}")
@@ -427,7 +398,7 @@ def tune_gap_threshold_cmd(
     scores_by_t = dict(table)
     best_scores = scores_by_t[best]
     try:
-        _save_pipeline(nlp, out_path, name, {"gap_threshold": best, "gap_calibration": after})
+        save_with_settings(nlp, name, {"gap_threshold": best, "gap_calibration": after}, out_path)
     except (OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"calibration [{after[0]:.4f}, {after[1]:.4f}]; best threshold {best:.2f} "
@@ -456,7 +427,8 @@ def tune_link_threshold_cmd(
 
     from .corpora.docbin import read_docbin
     from .pipeline.coref_component import CorefComponent
-    from .pipeline.link_threshold import THRESHOLDS, best_threshold, pair_links, save_with_link_threshold, scores_by_threshold
+    from .tuning.link_threshold import tune_link_threshold
+    from .tuning.save import save_with_settings
 
     try:
         out_path = _output_path(model, output)
@@ -469,9 +441,7 @@ def tune_link_threshold_cmd(
         references = read_docbin(input_path, nlp.vocab)
         # the gold Docs themselves, clusters dropped, as `predict` runs them (speakers kept)
         examples = [Example(ref.copy(), ref) for ref in references]
-        links = pair_links(pipe, [eg.predicted for eg in examples])
-        table = scores_by_threshold(examples, links, pipe.prefix, THRESHOLDS)
-        best = best_threshold(table)
+        best, table = tune_link_threshold(pipe, examples)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"{'threshold':>9} {'MUC':>6} {'B3':>6} {'CEAFe':>6} {'CoNLL':>6} {'ment R':>7} {'ment P':>7}")
@@ -482,7 +452,7 @@ def tune_link_threshold_cmd(
             f" {100 * scores['coref_conll_f']:6.1f} {100 * scores['coref_mentions_r']:7.1f} {100 * scores['coref_mentions_p']:7.1f}{mark}"
         )
     try:
-        save_with_link_threshold(nlp, name, best, out_path)
+        save_with_settings(nlp, name, {"link_threshold": best}, out_path)
     except (OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {len(examples)} docs); "
@@ -507,7 +477,10 @@ def count_people_cmd(
     the number of documents whose predicted count differs from the gold
     count, and (last line) one JSON object."""
     from .corpora.people import read_people_tsv
-    from .scoring.people import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, choose_alpha, count_errors, people_count
+    from .decoders.petra import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, people_count
+    from .scoring.people import count_errors
+    from .tuning.people import choose_alpha
+    from .tuning.save import save_with_settings
 
     _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
@@ -544,8 +517,8 @@ def count_people_cmd(
         elif dev_rows:
             alpha, _ = choose_alpha(overwrite_logs(dev_rows), [c for *_, c in dev_rows])
             source = f"chosen on {len(dev_rows)} dev docs ({'--dev ' + str(dev_path) if dev_path else '--dev-fraction'})"
-        elif PEOPLE_ALPHA_KEY in pipe.cfg:
-            alpha, source = float(pipe.cfg[PEOPLE_ALPHA_KEY]), f"the component's cfg ({PEOPLE_ALPHA_KEY})"
+        elif getattr(getattr(pipe, "decoder", None), PEOPLE_ALPHA_KEY, None) is not None:
+            alpha, source = pipe.decoder.people_alpha, f"the component's cfg ({PEOPLE_ALPHA_KEY})"
         else:
             alpha, source = DEFAULT_ALPHA, "default (choose one with --dev or --dev-fraction)"
         logs = overwrite_logs(rows)
@@ -561,7 +534,7 @@ def count_people_cmd(
     typer.echo(f"errors: {n_wrong} of {len(rows)} docs have a wrong count; mean absolute error {abs_err / len(rows):.2f}")
     if output is not None:
         try:
-            _save_pipeline(nlp, output, name, {PEOPLE_ALPHA_KEY: float(alpha)})
+            save_with_settings(nlp, name, {PEOPLE_ALPHA_KEY: float(alpha)}, output)
         except (OSError, ValueError) as err:
             raise _fail(err)
         typer.echo(f"stored alpha in components.{name} cfg ({PEOPLE_ALPHA_KEY}) of {output}")

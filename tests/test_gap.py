@@ -22,7 +22,7 @@ from spacy_memcoref.corpora.gap import (
     read_gap_rows,
 )
 from spacy_memcoref.errors import DataFormatError
-from spacy_memcoref.scoring.gap_decisions import gap_gold_from_doc, gap_predictions_from_doc
+from spacy_memcoref.scoring.gap_decisions import gap_decisions, gap_gold
 from spacy_memcoref.scoring.gap_export import docbin_to_gap_system, write_gap_system
 from spacy_memcoref.scoring.gap_metrics import (
     gap_counts,
@@ -135,8 +135,8 @@ def test_read_sample(nlp):
     assert [s.text for s in d3.spans["coref_clusters_1"]] == ["Mary Smith", "Mary", "She"]
     # both FALSE: no cluster
     assert "coref_clusters_1" not in d4.spans
-    assert gap_gold_from_doc(d3) == ("sample-3", "feminine", True, True)
-    assert gap_gold_from_doc(d4) == ("sample-4", "masculine", False, False)
+    assert gap_gold(d3) == ("sample-3", "feminine", True, True)
+    assert gap_gold(d4) == ("sample-4", "masculine", False, False)
     # default tokenizer and a bare tokenizer give the same tokens
     assert [len(d) for d in read_gap(SAMPLE)] == [len(d) for d in read_gap(SAMPLE, nlp.tokenizer)] == [len(d) for d in docs]
 
@@ -159,8 +159,8 @@ def test_sample_docbin_roundtrip_and_export(tmp_path, nlp):
     assert scores["gap_f"] == scores["gap_p"] == scores["gap_r"] == 1.0
     assert scores["gap_bias"] == 1.0
     # in-memory scoring agrees
-    gold = {i: (g, a, b) for i, g, a, b in (gap_gold_from_doc(d) for d in docs)}
-    assert gap_scores(gold, {d.user_data["gap"]["id"]: gap_predictions_from_doc(d) for d in docs}) == scores
+    gold = {i: (g, a, b) for i, g, a, b in (gap_gold(d) for d in docs)}
+    assert gap_scores(gold, {d.user_data["gap"]["id"]: gap_decisions(d) for d in docs}) == scores
     # write_gap_system from in-memory Docs gives the same file
     system2 = tmp_path / "sample2.sys.tsv"
     assert write_gap_system(docs, system2) == 4
@@ -193,8 +193,8 @@ def _gap_doc(nlp, clusters: Dict[str, List[Tuple[int, int]]]) -> Doc:
         ({"coref_clusters_1": [(0, 2), (6, 7)], "coref_clusters_x": [(3, 5), (6, 7)]}, "coref_clusters", (True, False)),
     ],
 )
-def test_gap_predictions_from_doc(nlp, clusters, prefix, expected):
-    assert gap_predictions_from_doc(_gap_doc(nlp, clusters), prefix) == expected
+def test_gap_decisions_from_clusters(nlp, clusters, prefix, expected):
+    assert gap_decisions(_gap_doc(nlp, clusters), prefix=prefix) == expected
 
 
 def test_system_file_reading_like_official(tmp_path):

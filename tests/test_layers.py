@@ -9,10 +9,15 @@ below; two layers of one rank may not import each other):
 1. doc_helpers  Doc conventions and helpers (cluster span groups, GAP
                 spans, gold targets, the memory log): spaCy only, no torch
 2. corpora      file formats (CoNLL-2012, GAP, DocBin, people counts): I/O
-2. models       Thinc builders and pure torch modules
-3. scoring      metrics, GAP decisions, tuning on validation data
-4. pipeline     the spaCy components (and the training callbacks)
-5. app          the command line, corpus annotation, pictures, resolved
+2. decoders     each model's decisions on a prediction (link threshold,
+                calibration, GAP threshold, people-count alpha) and the
+                writing of it on a Doc: numpy, no torch
+3. models       Thinc builders and pure torch modules
+4. scoring      metrics, GAP decisions
+5. pipeline     the spaCy components (and the training callbacks)
+6. tuning       choosing decoder settings on validation data: grids, the
+                tie-break rule, saving a pipeline with them
+7. app          the command line, corpus annotation, pictures, resolved
                 text and entity records, the package's own __init__
 """
 import ast
@@ -29,19 +34,21 @@ LAYERS: Dict[str, Tuple[str, int]] = {
     "util": ("base", 0),
     "doc_helpers": ("doc_helpers", 1),
     "corpora": ("corpora", 2),
-    "models": ("models", 2),
-    "scoring": ("scoring", 3),
-    "pipeline": ("pipeline", 4),
-    "training_callbacks": ("pipeline", 4),
-    "visualize": ("app", 5),
-    "resolution": ("app", 5),
-    "entities": ("app", 5),
-    "annotate": ("app", 5),
-    "cli": ("app", 5),
-    "__main__": ("app", 5),
-    "": ("app", 5),  # spacy_memcoref/__init__.py
+    "decoders": ("decoders", 2),
+    "models": ("models", 3),
+    "scoring": ("scoring", 4),
+    "pipeline": ("pipeline", 5),
+    "training_callbacks": ("pipeline", 5),
+    "tuning": ("tuning", 6),
+    "visualize": ("app", 7),
+    "resolution": ("app", 7),
+    "entities": ("app", 7),
+    "annotate": ("app", 7),
+    "cli": ("app", 7),
+    "__main__": ("app", 7),
+    "": ("app", 7),  # spacy_memcoref/__init__.py
 }
-TORCH_FREE_LAYERS = ("base", "doc_helpers", "corpora")
+TORCH_FREE_LAYERS = ("base", "doc_helpers", "corpora", "decoders")
 HEAVY = ("torch", "thinc", "spacy_transformers", "transformers")
 
 

@@ -6,7 +6,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
-from spacy_memcoref.pipeline.link_threshold import best_threshold, pair_links, scores_by_threshold
+from spacy_memcoref.tuning.link_threshold import best_threshold, predict_each, scores_by_threshold
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
 from test_s2e import trained_nlp  # noqa: F401  (the fixture)
@@ -15,11 +15,10 @@ from test_s2e import trained_nlp  # noqa: F401  (the fixture)
 def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):  # noqa: F811
     nlp, examples, _ = trained_nlp
     pipe = nlp.get_pipe("memcoref")
-    links = pair_links(pipe, [eg.predicted for eg in examples])
-    table = scores_by_threshold(examples, links, pipe.prefix, [-1e3, 0.0, 1e3])
-    head = pipe.model.layers[1].shims[0]._model
+    predictions = predict_each(pipe, [eg.predicted for eg in examples])
+    table = scores_by_threshold(pipe, examples, predictions, [-1e3, 0.0, 1e3])
     for threshold in (-1e3, 0.0, 1e3):
-        head.link_threshold = threshold
+        pipe.decoder.configure({"link_threshold": threshold})
         predicted = [eg.predicted.copy() for eg in examples]
         for doc in nlp.get_pipe("memcoref").pipe(predicted):
             pass
@@ -27,7 +26,7 @@ def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):  # no
 
         again = score_coref_examples([Example(p, eg.reference) for p, eg in zip(predicted, examples)])
         assert abs(again["coref_conll_f"] - table[threshold]["coref_conll_f"]) < 1e-9
-    head.link_threshold = 0.0
+    pipe.decoder.configure({"link_threshold": 0.0})
     assert table[1e3]["coref_conll_f"] == 0.0  # nothing links
     assert table[0.0]["coref_conll_f"] > 0.9  # the overfit model at the paper's decision
 
@@ -53,7 +52,7 @@ def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):  # noqa: F811
     assert summary["coref_conll_f"] > 0.9
     tuned = spacy.load(tmp_path / "tuned")
     assert tuned.config["components"]["memcoref"]["model"]["link_threshold"] == summary["threshold"]
-    assert tuned.get_pipe("memcoref").model.layers[1].shims[0]._model.link_threshold == summary["threshold"]
+    assert tuned.get_pipe("memcoref").decoder.link_threshold == summary["threshold"]
 
 
 def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):  # noqa: F811

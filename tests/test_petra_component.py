@@ -32,10 +32,10 @@ from spacy_memcoref.scoring.gap_decisions import (
     gap_decisions,
     gap_decisions_from_doc,
     gap_link_probabilities,
-    gap_predictions_from_doc,
 )
-from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples, tune_gap_threshold
-from spacy_memcoref.scoring.people import choose_alpha
+from spacy_memcoref.scoring.gap_spacy_scorer import score_gap_examples
+from spacy_memcoref.tuning.gap import tune_gap_threshold
+from spacy_memcoref.tuning.people import choose_alpha
 from tok2vec_config import cnn_tok2vec
 
 DATA = Path(__file__).parent / "data"
@@ -370,7 +370,7 @@ def test_gap_decisions_use_probabilities_for_petra_and_clusters_for_s2e(trained)
     doc.user_data["gap_probs"]["threshold"] = 1.01
     assert gap_decisions_from_doc(doc) == (False, False)
     s2e_like = gap_docs(nlp)[0]  # gold clusters, no probabilities: cluster overlap as before
-    assert gap_decisions_from_doc(s2e_like) == gap_predictions_from_doc(s2e_like) == (True, False)
+    assert gap_decisions_from_doc(s2e_like) == (True, False)
 
 
 def test_gap_scorer_paths_and_threshold(trained):

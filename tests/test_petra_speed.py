@@ -24,6 +24,7 @@ from spacy_memcoref.models.pytorch_petra import (
     gold_token_pairs,
     link_probabilities,
 )
+from module_args import petra_args
 
 # Frozen with the reference (values of commit 2cd503e).
 LOG_EPS = 1e-8
@@ -212,7 +213,7 @@ def _models(variant: Dict, *, dropout: float = 0.0, seed: int = 0) -> Tuple[PeTr
     """The current PeTra and the reference on the same weights. Entities are
     frequent and new entities common, so cells fill up and get reused: the
     logs hold every kind of decision."""
-    kwargs = dict(hidden_size=16, num_cells=4, mlp_size=14, dropout=dropout, **variant)
+    kwargs = petra_args(hidden_size=16, num_cells=4, mlp_size=14, dropout=dropout, **variant)
     torch.manual_seed(seed)
     model = PeTra(D_IN, **kwargs)
     with torch.no_grad():

@@ -9,12 +9,13 @@ from spacy_memcoref.models.pytorch_petra import (
     PeTra,
     _first_argmax,
     SparseGold,
-    count_people,
     decode_clusters,
     gold_token_pairs,
     link_probabilities,
     span_link_probability,
 )
+from spacy_memcoref.decoders.petra import people_count
+from module_args import petra_args
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -57,7 +58,7 @@ def _brute_force_link(log, i, j):
 
 
 def test_controller_hand_worked_three_tokens_two_cells():
-    model = PeTra(1, hidden_size=2, num_cells=2, mlp_size=2, dropout=0.0).double().eval()
+    model = PeTra(1, **petra_args(hidden_size=2, num_cells=2, mlp_size=2, dropout=0.0)).double().eval()
     with torch.no_grad():
         # MLP1: logit = relu(h[0])  ->  e_t = sigmoid(h_t[0])
         model.entity_mlp[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
@@ -212,7 +213,7 @@ def test_span_link_probability_is_max_over_token_pairs():
 
 def _trained_like_model(seed=0, **kwargs):
     torch.manual_seed(seed)
-    model = PeTra(8, hidden_size=16, num_cells=3, mlp_size=16, dropout=0.0, **kwargs)
+    model = PeTra(8, **petra_args(hidden_size=16, num_cells=3, mlp_size=16, dropout=0.0, **kwargs))
     with torch.no_grad():
         # make entities frequent so cells fill up and get overwritten
         model.entity_mlp[2].bias.fill_(2.0)
@@ -245,7 +246,7 @@ def test_coref_never_to_unused_cell_usage_bounded_overwrite_lowest_least_used_de
             before = log["usage"][t]
         assert torch.all(log["usage"] >= 0) and torch.all(log["usage"] <= 1)
     # the long document does fill all cells and then overwrites used ones
-    assert count_people(logs[0], 0.5) > 3
+    assert people_count(logs[0]["overwrite"].numpy(), 0.5) > 3
 
 
 def test_overwrite_ties_go_to_lowest_index_in_training_mode_too_free_of_crash():
@@ -329,7 +330,7 @@ def test_gold_token_pairs_implied_and_given_weights():
 
 
 def test_loss_is_weighted_bce_on_real_probabilities_plus_entity_term():
-    model = PeTra(4, hidden_size=4, num_cells=2, mlp_size=4, entity_loss_weight=0.1)
+    model = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, entity_loss_weight=0.1))
     logs = [_random_log(7, 8, 2), _random_log(8, 6, 2)]
     gold = [
         SparseGold(spans=[(1, 2), (5, 5)], pairs=[(0, 1, 1.0)]),
@@ -359,7 +360,7 @@ def test_loss_gradient_flows_for_confidently_wrong_links():
     coref[3, 0] = 0.999999999
     coref.requires_grad_(True)
     log = {"entity": log["entity"], "overwrite": over, "coref": coref, "usage": log["usage"]}
-    model = PeTra(4, hidden_size=4, num_cells=1, mlp_size=4)
+    model = PeTra(4, **petra_args(hidden_size=4, num_cells=1, mlp_size=4))
     loss = model.get_loss([log], [SparseGold(spans=[(0, 0), (3, 3)], pairs=[(0, 1, 0.0)])])
     assert math.isfinite(float(loss.detach()))
     loss.backward()
@@ -374,7 +375,7 @@ def test_overfits_tiny_synthetic_docs():
         SparseGold([(0, 0), (3, 4), (10, 10)], [(0, 2, 0.0), (1, 2, 1.0), (0, 1, 0.0)]),
         SparseGold([(2, 2), (4, 6), (9, 9)], [(0, 2, 1.0), (1, 2, 0.0), (0, 1, 0.0)]),
     ]
-    model = PeTra(16, hidden_size=32, num_cells=4, mlp_size=32, dropout=0.0)
+    model = PeTra(16, **petra_args(hidden_size=32, num_cells=4, mlp_size=32, dropout=0.0))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     losses = []
@@ -429,13 +430,6 @@ def test_decode_clusters_by_cell_episode():
     assert decode_clusters(log, threshold=0.85) == [[(3, 3), (7, 7)]]
 
 
-def test_count_people():
-    log = _hand_log()
-    assert count_people(log, 0.5) == 3  # tokens 0, 3, 5
-    assert count_people(log, 0.08) == 5  # + tokens 6 and 7 (o = 0.1); 1 and 2 (0.05) stay out
-    assert count_people({k: torch.from_numpy(v) for k, v in log.items()}, 0.5) == 3
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_matches_cpu():
     model = _trained_like_model()
@@ -455,7 +449,7 @@ def test_cuda_matches_cpu():
     assert link_probabilities(logs_gpu[0], pairs).device.type == "cuda"
     assert span_link_probability(logs_gpu[0], (0, 0), (4, 5)).device.type == "cuda"
     assert decode_clusters(logs_gpu[1]) == decode_clusters(logs_cpu[1])
-    assert count_people(logs_gpu[1], 0.5) == count_people(logs_cpu[1], 0.5)
+    assert people_count(logs_gpu[1]["overwrite"].cpu().numpy(), 0.5) == people_count(logs_cpu[1]["overwrite"].numpy(), 0.5)
     # training (cuDNN's GRU backward needs train mode, which Thinc sets)
     for variant in ({}, {"learned_init": True}, {"fixed_key_size": 4}):
         m = _trained_like_model(**variant).cuda()
@@ -485,11 +479,11 @@ def test_cuda_matches_cpu():
 )
 def test_bad_constructor_values(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        PeTra(4, **kwargs)
+        PeTra(4, **petra_args(**kwargs))
 
 
 def test_bad_inputs():
-    model = PeTra(4, hidden_size=4, num_cells=2, mlp_size=4)
+    model = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4))
     with pytest.raises(ValueError, match=r"shape \[T, 4\]"):
         model([torch.randn(3, 5)])
     with pytest.raises(ValueError, match="gold has 2 entries"):

@@ -15,8 +15,10 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
-from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead, clusters_from_links
+from spacy_memcoref.decoders.s2e import clusters_from_links
+from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead
 from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
+from module_args import s2e_head_args
 from tok2vec_config import cnn_tok2vec
 
 CNN_TOK2VEC = cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3)
@@ -77,7 +79,7 @@ def trained_nlp():
 
 def _small_head(hidden=2, max_width=2, top_lambda=1.0):
     torch.manual_seed(0)
-    head = S2EHead(hidden_size=hidden, dropout=0.0, max_width=max_width, top_lambda=top_lambda, use_speakers=False)
+    head = S2EHead(**s2e_head_args(hidden_size=hidden, dropout=0.0, max_width=max_width, top_lambda=top_lambda, use_speakers=False))
     head(([S2EDocument(torch.zeros(3, 2))]), None)  # materialize the lazy layers
     with torch.no_grad():
         for p in head.parameters():

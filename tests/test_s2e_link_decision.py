@@ -4,14 +4,16 @@ import spacy
 import torch
 from thinc.api import Adam, fix_random_seed
 
+from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
 from spacy_memcoref.models.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
 
+from module_args import s2e_head_args
 from test_s2e import make_examples, s2e_config
 
 
 def _head_and_doc(**options):
     torch.manual_seed(0)
-    head = S2EHead(hidden_size=8, dropout=0.0, max_width=3, top_lambda=1.0, use_speakers=False, **options)
+    head = S2EHead(**s2e_head_args(hidden_size=8, dropout=0.0, max_width=3, top_lambda=1.0, use_speakers=False, **options))
     doc = S2EDocument(tokens=torch.randn(12, 6))
     head.eval()
     head.document_links(doc)  # sizes the lazy layers
@@ -25,18 +27,21 @@ def _n_linked(clusters):
 def test_threshold_zero_is_the_null_decision_and_lower_links_more():
     head, doc = _head_and_doc()
     starts, ends, best, score = head.document_links(doc)
+    # the head predicts the links; the decoder decides
+    _, predictions = head([doc])
+    prediction = predictions[0]
+    assert prediction == {"links": (starts.tolist(), ends.tolist(), best.tolist(), score.tolist())}
     # the paper's decision: best antecedent when it beats the null score 0
     chosen = [b if s > 0 else -1 for b, s in zip(best.tolist(), score.tolist())]
-    from spacy_memcoref.models.pytorch_s2e import clusters_from_links
-
-    assert head.document_clusters(doc) == clusters_from_links(starts.tolist(), ends.tolist(), chosen)
-    counts = [_n_linked(head.document_clusters(doc, threshold=t)) for t in (1e3, 0.0, -1e3)]
+    decoder = S2EDecoder(0.0)
+    assert decoder.clusters(prediction) == clusters_from_links(starts.tolist(), ends.tolist(), chosen)
+    counts = [_n_linked(decoder.clusters(prediction, threshold=t)) for t in (1e3, 0.0, -1e3)]
     assert counts[0] == 0
     assert counts[0] <= counts[1] <= counts[2]
     # every candidate with a preceding candidate links at a very low threshold: one cluster
-    assert len(head.document_clusters(doc, threshold=-1e3)) == 1
-    head.link_threshold = -1e3
-    assert head.document_clusters(doc) == head.document_clusters(doc, threshold=-1e3)
+    assert len(decoder.clusters(prediction, threshold=-1e3)) == 1
+    decoder.configure({"link_threshold": -1e3})
+    assert decoder.clusters(prediction) == decoder.clusters(prediction, threshold=-1e3)
 
 
 def test_learned_link_bias_shifts_every_pair_score():
@@ -69,7 +74,7 @@ def test_learned_link_bias_trains_and_round_trips(tmp_path):
     loaded = spacy.load(tmp_path / "model")
     loaded_head = loaded.get_pipe("memcoref").model.layers[1].shims[0]._model
     assert float(loaded_head.link_bias) == float(head.link_bias)
-    assert loaded_head.link_threshold == -0.5
+    assert loaded.get_pipe("memcoref").decoder.link_threshold == -0.5
     assert [{k: [s.text for s in g] for k, g in d.spans.items()} for d in loaded.pipe(texts)] == predicted
 
 

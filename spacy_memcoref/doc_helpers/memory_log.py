@@ -3,7 +3,7 @@
 - ``doc._.memory_log``: None, or a dict of float32 numpy arrays
   ``entity`` [T], ``overwrite`` [T, N], ``coref`` [T, N], ``usage`` [T, N]
   (T = tokens, N = memory cells), written by the PeTra model's
-  ``write_extras``.
+  decoder (decoders.petra.PeTraDecoder).
 - ``token._.memory_usage``: the token's [N] usage row (a view into the Doc's
   log), None when the Doc has no log.
 

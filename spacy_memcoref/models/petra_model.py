@@ -17,10 +17,12 @@ Pieces (all built by `build_petra`):
 - the head: pytorch_petra_head.PeTraHead (pytorch_petra.PeTra built lazily
   at the feature width, the temperature schedule, predictions as numpy);
 - the hooks the component calls: ``make_gold`` (the sparse gold of
-  doc_helpers.petra_gold as a pytorch_petra.SparseGold) and ``write_extras``
-  (doc._.memory_log and the GAP link probabilities).
+  doc_helpers.petra_gold as a pytorch_petra.SparseGold) and the ``decoder``
+  (decoders.petra.PeTraDecoder: doc._.memory_log and the GAP link
+  probabilities, calibrated and with their threshold from the component's
+  settings).
 """
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -28,8 +30,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, GAP_SPANS_KEY, gap_reference_spans
-from ..doc_helpers.memory_log import set_memory_log
+from ..decoders.petra import PeTraDecoder
+from ..doc_helpers.gap_annotation import GAP_SPANS_KEY, gap_reference_spans
 from ..doc_helpers.petra_gold import petra_sparse_target
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
@@ -193,12 +195,12 @@ def build_petra(
         head,
         make_petra_head_input,
         make_gold=make_gold,
-        write_extras=write_petra_extras,
+        decoder=PeTraDecoder(),
         lr_scale=float(head_lr_scale),
     )
 
 
-# ----- the head's input and the Doc writer (no torch maths) ------------------------
+# ----- the head's input (no torch maths) ----------------------------------------------
 
 
 def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[Tuple[int, int], ...]]]:
@@ -216,18 +218,3 @@ def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[Tu
             gap = tuple((span.start, span.end - 1) for span in spans)
     return tokens, gap
 
-
-def write_petra_extras(doc: Doc, prediction: Dict[str, Any]) -> None:
-    """Write a PeTra prediction's extras: doc._.memory_log and, for a GAP
-    Doc, doc.user_data["gap_probs"] = {"A": p_A, "B": p_B}.
-
-    doc (Doc): the Doc.
-    prediction (Dict[str, Any]): one prediction of the head.
-    """
-    if "memory_log" in prediction:
-        set_memory_log(doc, prediction["memory_log"])
-    if prediction.get("gap") is not None:
-        p_a, p_b = prediction["gap"]
-        doc.user_data[GAP_PROBS_KEY] = {"A": float(p_a), "B": float(p_b)}
-    else:
-        doc.user_data.pop(GAP_PROBS_KEY, None)

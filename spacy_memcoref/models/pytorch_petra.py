@@ -15,7 +15,8 @@ The per-token probabilities are the *memory log*:
 
 Time is O(T·N) and, while streaming, the controller state is O(N·d). The
 functions below turn a log into GAP link probabilities (paper Eq. 9), span
-links, clusters and a people count; none of them builds a T×T tensor.
+links and clusters; none of them builds a T×T tensor (the people count is
+the decoder's: decoders.petra.people_count).
 
 Decisions where the paper leaves room (each cited where it is made):
 
@@ -126,20 +127,23 @@ class PeTra(nn.Module):
         key that is never overwritten; 0 turns it off. With learned_init too,
         the key replaces the first k dims of the learned m_0.
     temperature (float): initial Gumbel-softmax temperature tau.
+
+    The arguments but the temperature have no defaults: the builder
+    (models.petra_model.build_petra) is their home.
     """
 
     def __init__(
         self,
         input_size: int,
         *,
-        hidden_size: int = 300,
-        num_cells: int = 10,
-        mlp_size: int = 300,
-        usage_decay: float = 0.98,
-        entity_loss_weight: float = 0.1,
-        dropout: float = 0.5,
-        learned_init: bool = False,
-        fixed_key_size: int = 0,
+        hidden_size: int,
+        num_cells: int,
+        mlp_size: int,
+        usage_decay: float,
+        entity_loss_weight: float,
+        dropout: float,
+        learned_init: bool,
+        fixed_key_size: int,
         temperature: float = 1.0,
     ) -> None:
         super().__init__()
@@ -679,15 +683,3 @@ def decode_clusters(
     clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
     return sorted(clusters)
 
-
-def count_people(log: LogLike, alpha: float = 0.5) -> int:
-    """People count (paper §3.5): the number of (token, cell) with
-    o_t^i >= alpha, i.e. OVERWRITE decisions.
-
-    alpha (float): overwrite threshold.
-    RETURNS (int): the count.
-    """
-    over = log["overwrite"]
-    if isinstance(over, Tensor):
-        return int((over.detach() >= alpha).sum().item())
-    return int((numpy.asarray(over) >= alpha).sum())

@@ -61,16 +61,19 @@ class PeTraHead(nn.Module):
         batches (0: constant 1).
     mix_layers (int): L > 1: each token's input is L layers concatenated,
         replaced by their learned scalar mix (ScalarMix); 0: used as it is.
+
+    The arguments have no defaults: the builder (models.petra_model.build_petra)
+    is their home.
     """
 
     def __init__(
         self,
         *,
         petra_kwargs: Dict[str, Any],
-        entity_threshold: float = 0.5,
-        min_mentions: int = 2,
-        temperature_halving_steps: int = 0,
-        mix_layers: int = 0,
+        entity_threshold: float,
+        min_mentions: int,
+        temperature_halving_steps: int,
+        mix_layers: int,
     ) -> None:
         super().__init__()
         self.petra_kwargs = dict(petra_kwargs)

@@ -6,10 +6,14 @@ width (at most ``max_width`` of them per token, never a T x T matrix) and the
 antecedent matrix over the kept candidates is built in row chunks, so
 inference holds at most ``chunk x K`` scores at a time (and ``chunk x
 max_antecedents`` with the optional window).
+
+At inference the head predicts each kept candidate's best antecedent and
+that pair's score (``{"links": ...}``); deciding which of them link (the link
+threshold) and building the clusters is the decoder's (decoders.s2e).
 """
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -89,32 +93,30 @@ class S2EHead(nn.Module):
         trains mention scores only through the antecedent loss; on small
         data that lets the head push every kept candidate to "null" before
         gold mentions enter the top-k. 0 gives the paper's loss.
-    link_threshold (float): at inference a mention links to its best
-        antecedent when that pair scores above this (the null antecedent
-        scores 0, so 0 is the paper's decision; lower links more).
     learn_link_bias (bool): add a learned scalar to every pair score (the
         null score stays 0), so training can move the link decision as a
         whole instead of through the mention scores, which the mention loss
         ties to the rarity of mentions among all spans.
+
+    The arguments have no defaults: the builder (models.s2e_model.build_s2e)
+    is their home.
     """
 
     def __init__(
         self,
         *,
-        hidden_size: int = 512,
-        dropout: float = 0.3,
-        max_width: int = 30,
-        top_lambda: float = 0.4,
-        max_antecedents: Optional[int] = None,
-        use_speakers: bool = True,
-        chunk_size: int = 512,
-        use_distance: bool = True,
-        mention_loss_weight: float = 1.0,
-        link_threshold: float = 0.0,
-        learn_link_bias: bool = False,
+        hidden_size: int,
+        dropout: float,
+        max_width: int,
+        top_lambda: float,
+        max_antecedents: Optional[int],
+        use_speakers: bool,
+        chunk_size: int,
+        use_distance: bool,
+        mention_loss_weight: float,
+        learn_link_bias: bool,
     ) -> None:
         super().__init__()
-        self.link_threshold = link_threshold
         self.use_distance = use_distance
         self.mention_loss_weight = mention_loss_weight
         self.max_width = max_width
@@ -319,35 +321,32 @@ class S2EHead(nn.Module):
             best_indices.append(torch.where(best_score > NEG_INF / 2, best + lo, torch.full_like(best, -1)))
         return starts, ends, torch.cat(best_indices), torch.cat(best_scores)
 
-    def document_clusters(self, doc: S2EDocument, threshold: Optional[float] = None) -> Clusters:
-        """Best antecedent (or null) a kept candidate, clusters by union; no
-        singletons. Clusters in order of their first mention.
-
-        threshold (Optional[float]): link when the best pair scores above
-            it (None: self.link_threshold; null scores 0).
-        """
+    def predicted_links(self, doc: S2EDocument) -> Optional[Tuple[List[int], List[int], List[int], List[float]]]:
+        """`document_links` as Python lists (decoders.s2e.Links), the scores
+        as the float32 values they are; None for a document without tokens."""
         if doc.tokens.shape[0] == 0:
-            return []
-        return links_to_clusters(self.document_links(doc), self.link_threshold if threshold is None else threshold)
+            return None
+        starts, ends, best, best_score = self.document_links(doc)
+        return starts.tolist(), ends.tolist(), best.tolist(), best_score.float().tolist()
 
     def forward(
         self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
-    ) -> Tuple[Optional[Tensor], List[Dict[str, Clusters]]]:
-        """Loss over a batch (when golds are given) or predicted clusters.
+    ) -> Tuple[Optional[Tensor], List[Dict[str, Any]]]:
+        """Loss over a batch (when golds are given) or predicted links.
 
         docs (Sequence[S2EDocument]): the batch.
         golds (Optional[Sequence[Clusters]]): gold clusters a document.
-        RETURNS (Tuple[Optional[Tensor], List[Dict[str, Clusters]]]): the
-            summed loss (None without golds, or when no document has a token),
-            and a {"clusters": ...} dict a document (empty while training).
+        RETURNS (Tuple[Optional[Tensor], List[Dict[str, Any]]]): the summed
+            loss (None without golds, or when no document has a token), and a
+            {"links": `predicted_links`} dict a document (None while training).
         """
         if golds is None:
-            return None, [{"clusters": self.document_clusters(doc)} for doc in docs]
+            return None, [{"links": self.predicted_links(doc)} for doc in docs]
         if len(golds) != len(docs):
             raise ValueError(f"{len(docs)} documents but {len(golds)} gold cluster lists")
         losses = [self.document_loss(doc, gold) for doc, gold in zip(docs, golds) if doc.tokens.shape[0]]
         loss = torch.stack(losses).sum() if losses else None
-        return loss, [{"clusters": []} for _ in docs]
+        return loss, [{"links": None} for _ in docs]
 
 
 def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int) -> Tensor:
@@ -367,30 +366,3 @@ def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int
     hit = gold_keys[pos] == cand_keys
     return torch.where(hit, gold_vals[pos], ids)
 
-
-def links_to_clusters(links: Tuple[Tensor, Tensor, Tensor, Tensor], threshold: float) -> Clusters:
-    """Clusters from `S2EHead.document_links`, linking pairs scored above `threshold`."""
-    starts, ends, best, best_score = links
-    chosen = torch.where(best_score > threshold, best, torch.full_like(best, -1))
-    return clusters_from_links(starts.tolist(), ends.tolist(), chosen.tolist())
-
-
-def clusters_from_links(starts: List[int], ends: List[int], links: List[int]) -> Clusters:
-    """Union candidates with their chosen antecedent (-1: none); clusters of
-    two or more mentions, each sorted, in order of their first mention."""
-    parent = list(range(len(links)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for q, c in enumerate(links):
-        if c >= 0:
-            parent[find(q)] = find(c)
-    groups: Dict[int, List[Span]] = {}
-    for i in range(len(links)):
-        groups.setdefault(find(i), []).append((starts[i], ends[i]))
-    clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]
-    return sorted(clusters, key=lambda c: c[0])

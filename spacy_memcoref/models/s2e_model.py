@@ -3,13 +3,14 @@
 torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from ..decoders.s2e import S2EDecoder
 from ..doc_helpers.gold import aligned_gold_clusters
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
@@ -64,7 +65,9 @@ def build_s2e(
     encoder_layers (int): with freeze_encoder, concatenate the transformer's
         last k hidden layers as token features (1: the last layer).
     link_threshold (float): link a mention to its best antecedent when the
-        pair scores above this (null scores 0; lower links more).
+        pair scores above this (null scores 0; lower links more): the
+        decoder's setting (decoders.s2e.S2EDecoder), `tune-link-threshold`
+        chooses it on dev data.
     learn_link_bias (bool): a learned scalar added to every pair score, so
         training moves the link decision as a whole (not in the paper).
     frozen_cache_mb (int), frozen_cache_dir (Optional[str]): with
@@ -83,10 +86,10 @@ def build_s2e(
     _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
     _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
     _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
-    _check(
-        isinstance(link_threshold, (int, float)) and not isinstance(link_threshold, bool) and abs(link_threshold) < 1e6,
-        f"link_threshold must be a number, got {link_threshold!r}",
-    )
+    try:
+        decoder = S2EDecoder(link_threshold)
+    except ValueError as err:
+        raise ValueError(f"spacy_memcoref.S2E.v1: {err}") from None
     _check(isinstance(learn_link_bias, bool), f"learn_link_bias must be true or false, got {learn_link_bias!r}")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
@@ -104,7 +107,6 @@ def build_s2e(
         chunk_size=chunk_size,
         use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
-        link_threshold=float(link_threshold),
         learn_link_bias=learn_link_bias,
     )
 
@@ -123,10 +125,6 @@ def build_s2e(
         head,
         make_head_input,
         make_gold=aligned_gold_clusters,
-        write_extras=write_s2e_extras,
+        decoder=decoder,
         lr_scale=head_lr_scale,
     )
-
-
-def write_s2e_extras(doc: Doc, prediction: Dict[str, Any]) -> None:
-    """s2e writes nothing beyond the clusters the component writes."""

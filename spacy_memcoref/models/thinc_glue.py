@@ -6,11 +6,14 @@ output is ``(loss, predictions)``. Backpropagating the scalar 1.0 through it
 trains the head and the encoder together, so the component never touches a
 tensor. Each builder also gives the component two hooks, in the model's
 attrs: ``make_gold(example, prefix) -> (gold, n_missed)`` builds a document's
-gold in the form its head wants, ``write_extras(doc, prediction)`` writes
-what a prediction holds beyond the clusters. Only import this module from a
-model builder: it imports torch.
+gold in the form its head wants, and ``decoder`` (a torch-free object of the
+decoders package) owns the decisions taken on a prediction and writes it:
+``decoder.configure(settings)`` takes the component's settings,
+``decoder.clusters(prediction)`` gives the clusters and
+``decoder.write(doc, prediction)`` writes what a prediction holds beyond
+them. Only import this module from a model builder: it imports torch.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 from spacy.tokens import Doc
@@ -26,8 +29,6 @@ CorefOutput = Tuple[float, List[Any]]
 MakeHeadInput = Callable[[Doc, torch.Tensor], Any]
 # (example, cluster prefix) -> (the document's gold for the head, gold mentions left out)
 MakeGold = Callable[[Example, str], Tuple[Any, int]]
-# (doc, one prediction of the head) -> None: writes what is not clusters
-WriteExtras = Callable[[Doc, Dict[str, Any]], None]
 
 
 class ScaledLRPyTorchShim(PyTorchShim):
@@ -86,7 +87,7 @@ def build_coref_model(
     make_head_input: MakeHeadInput,
     *,
     make_gold: MakeGold,
-    write_extras: WriteExtras,
+    decoder: Any,
     lr_scale: float = 1.0,
 ) -> Model[CorefInput, CorefOutput]:
     """Chain an encoder and a torch head into one Thinc model.
@@ -96,8 +97,8 @@ def build_coref_model(
     head (torch.nn.Module): forward(inputs, golds) -> (loss or None, predictions).
     make_head_input (MakeHeadInput): builds the head's input for one document.
     make_gold (MakeGold): the component's gold hook (attrs["make_gold"]).
-    write_extras (WriteExtras): the component's writer of a prediction's
-        extras (attrs["write_extras"]).
+    decoder (Any): the model's decoder (attrs["decoder"]; decoders.s2e,
+        decoders.petra).
     lr_scale (float): learning-rate multiplier for the head's parameters.
     RETURNS (Model[CorefInput, CorefOutput]): the model.
     """
@@ -114,7 +115,7 @@ def build_coref_model(
         _forward,
         init=_init,
         layers=[tok2vec, head_layer, Dropout(0.0)],
-        attrs={"make_gold": make_gold, "write_extras": write_extras},
+        attrs={"make_gold": make_gold, "decoder": decoder},
     )
 
 

@@ -3,8 +3,9 @@ doc.spans[f"{prefix}_{i}"] (i from 1), spaCy's own convention, so spaCy's
 scorers, span_cleaner and displaCy's span renderer work unchanged.
 
 The model (s2e or PeTra) computes its own loss from the gold it is given and
-brings its own hooks (thinc_glue: ``make_gold``, ``write_extras``); this
-module only moves Docs, gold and predictions around.
+brings its own hooks (thinc_glue: ``make_gold`` and the ``decoder``, which
+owns the decisions taken on a prediction and the settings of them); this
+module only moves Docs, gold, settings and predictions around.
 """
 import inspect
 import warnings
@@ -25,14 +26,14 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 
 from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, token._.memory_usage)
+from ..decoders.calibration import CLASS_WEIGHT_SHIFT
+from ..decoders.petra import DEFAULT_GAP_THRESHOLD
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
-from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
 from ..models.encoder import build_embedded_transformer, encode_for_inference
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
-from ..scoring.calibration import CLASS_WEIGHT_SHIFT, calibrate, check_calibration
 
 def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
     """The config block of a registered architecture with its builder's
@@ -99,7 +100,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
     default_config={
         "model": DEFAULT_PETRA_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
-        "gap_threshold": 0.5,
+        "gap_threshold": DEFAULT_GAP_THRESHOLD,
         "gap_calibration": [1.0, CLASS_WEIGHT_SHIFT],
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
@@ -120,7 +121,7 @@ def make_memcoref_petra(
     sigmoid(scale * logit(p) + shift) with [scale, shift] = gap_calibration,
     is >= gap_threshold. The default calibration [1, ln 10] undoes the 5 : 50
     class weights of the loss; `tune-gap-threshold` fits both on validation
-    data (scoring.calibration)."""
+    data. The model's decoder applies them (decoders.petra)."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -128,8 +129,7 @@ def make_memcoref_petra(
         name,
         span_cluster_prefix=span_cluster_prefix,
         scorer=scorer,
-        gap_threshold=gap_threshold,
-        gap_calibration=gap_calibration,
+        settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration},
     )
 
 
@@ -151,7 +151,14 @@ def check_prefix_is_free(nlp: Language, name: str, prefix: str) -> None:
 
 class CorefComponent(TrainablePipe):
     """Coreference clusters from a model whose input is (docs, golds) and whose
-    output is (loss, one prediction dict a doc with "clusters")."""
+    output is (loss, one prediction dict a doc), decoded and written by the
+    model's decoder.
+
+    settings (Optional[Dict[str, Any]]): the decoder's settings kept in the
+        component's cfg (e.g. PeTra's gap_threshold and gap_calibration; the
+        scorer receives them from cfg too, the tuning commands rewrite them);
+        None values are left out, keys the decoder does not own are ignored.
+    """
 
     def __init__(
         self,
@@ -161,44 +168,42 @@ class CorefComponent(TrainablePipe):
         *,
         span_cluster_prefix: str = CLUSTER_PREFIX,
         scorer: Optional[Callable] = None,
-        gap_threshold: Optional[float] = None,
-        gap_calibration: Optional[List[float]] = None,
+        settings: Optional[Dict[str, Any]] = None,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
-        if gap_threshold is not None and not (
-            isinstance(gap_threshold, (int, float)) and not isinstance(gap_threshold, bool) and 0.0 <= gap_threshold <= 1.0
-        ):
-            raise ValueError(f"gap_threshold must be a probability in [0, 1], got {gap_threshold!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
-        if gap_threshold is not None:
-            # GAP decision threshold for link probabilities (PeTra); the
-            # scorer receives it from cfg, tune-gap-threshold rewrites it.
-            self.cfg["gap_threshold"] = float(gap_threshold)
-        if gap_calibration is not None:
-            # [scale, shift] on the logit of GAP link probabilities (PeTra);
-            # the scorer receives it from cfg, tune-gap-threshold refits it.
-            self.cfg["gap_calibration"] = list(check_calibration(gap_calibration))
+        self.cfg.update(self._hook("decoder").configure(settings or {}))
         self._warned_unaligned = False
 
     @property
     def prefix(self) -> str:
         return self.cfg["span_cluster_prefix"]
 
-    def _hook(self, name: str) -> Callable:
-        """One of the model's hooks (make_gold, write_extras: see
+    def _hook(self, name: str) -> Any:
+        """One of the model's hooks (make_gold, decoder: see
         models.thinc_glue), which every builder of this package sets."""
         hook = self.model.attrs.get(name)
         if hook is None:
             raise ValueError(
                 f"The '{self.name}' component's model {self.model.name!r} sets no {name!r} hook in its attrs "
-                "(the coreference builders set make_gold and write_extras)"
+                "(the coreference builders set make_gold and decoder)"
             )
         return hook
+
+    @property
+    def decoder(self) -> Any:
+        """The model's decoder (decoders.s2e.S2EDecoder,
+        decoders.petra.PeTraDecoder), which takes the decisions on a
+        prediction, configured with the settings the cfg holds now (a loaded
+        cfg, a tuned one)."""
+        decoder = self._hook("decoder")
+        decoder.configure({key: self.cfg.get(key) for key in decoder.COMPONENT_SETTINGS})
+        return decoder
 
     # ----- inference ----------------------------------------------------------
 
@@ -245,23 +250,11 @@ class CorefComponent(TrainablePipe):
                 f"{len(docs)} Docs: it must return one a Doc, in order, or Docs would get the clusters "
                 "of other Docs"
             )
-        write_extras = self._hook("write_extras")
+        decoder = self.decoder
         for doc, prediction in zip(docs, predictions):
-            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in prediction["clusters"]]
+            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in decoder.clusters(prediction)]
             write_clusters(doc, clusters, self.prefix)
-            write_extras(doc, prediction)
-            probs = doc.user_data.get(GAP_PROBS_KEY)
-            if isinstance(probs, dict):
-                if "gap_calibration" in self.cfg:
-                    calibration = self.cfg["gap_calibration"]
-                    for key in ("A", "B"):
-                        probs[f"{key}_raw"] = probs[key]
-                        probs[key] = calibrate(probs[key], calibration)
-                    # scalars, not a list: DocBin's msgpack gives lists back as tuples
-                    probs["calibration_scale"], probs["calibration_shift"] = map(float, calibration)
-                if "gap_threshold" in self.cfg:
-                    # the decision threshold travels with the probabilities (export gap reads it)
-                    probs["threshold"] = float(self.cfg["gap_threshold"])
+            decoder.write(doc, prediction)
 
     # ----- training -----------------------------------------------------------
 

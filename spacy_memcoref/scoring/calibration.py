@@ -1,74 +1,28 @@
-"""Calibration of link probabilities: Platt scaling and reliability tables.
+"""Calibration of link probabilities: Platt scaling and reliability tables
+(the calibration map itself, `calibrate`, is decoders.calibration's).
 
-PeTra's GAP link probability (paper Eq. 9) is trained with a class-weighted
-BCE (5 for a positive pair, 50 for a negative one, paper §3.3). A weighted
-loss moves the optimum: for a pair that is coreferent with frequency q the
-model learns p = 5q / (5q + 50(1 - q)), i.e. logit(p) = logit(q) - ln 10, so
-p = 0.5 means q ~ 0.91 and the best GAP threshold sits near 0.04. The
-calibrated probability is
-
-    p_cal = sigmoid(scale * logit(p) + shift)
-
-with (scale, shift) = (1, ln 10) undoing the class weights (the prior
-correction of weighted logistic regression), or fitted on validation data by
-Platt scaling (`fit_platt`, what `tune-gap-threshold` does).
+`fit_platt` fits the (scale, shift) of sigmoid(scale * logit(p) + shift) on
+validation data (what `tune-gap-threshold` does); the reliability tables show
+how well probabilities are calibrated before and after.
 
 Two parameters are fitted by Newton's method on the log loss: a few lines of
 numpy, where scikit-learn would be a heavy dependency for one 2-feature
 logistic regression.
 """
-import math
 from typing import Dict, List, Sequence, Tuple
 
 import numpy
 
-# The prior correction for the 5 : 50 class weights of PeTra's coref loss,
-# ln 10 to 6 decimals (so that it survives config and JSON round trips exactly).
-CLASS_WEIGHT_SHIFT = round(math.log(50.0 / 5.0), 6)
-IDENTITY = (1.0, 0.0)
-# probabilities are clamped into [EPS, 1 - EPS] before the logit
-EPS = 1e-7
-
-
-def logit(p: numpy.ndarray) -> numpy.ndarray:
-    p = numpy.clip(numpy.asarray(p, dtype=numpy.float64), EPS, 1.0 - EPS)
-    return numpy.log(p) - numpy.log1p(-p)
-
-
-def _sigmoid(z):
-    return 0.5 * (1.0 + numpy.tanh(0.5 * z))  # cannot overflow
-
-
-def check_calibration(calibration: Sequence[float], where: str = "gap_calibration") -> Tuple[float, float]:
-    """(scale, shift) as floats.
-
-    RAISES ValueError: not two finite numbers, or a scale <= 0 (which would
-        reverse or erase the ranking of the probabilities).
-    """
-    values = list(calibration) if isinstance(calibration, (list, tuple)) else None
-    if (
-        values is None
-        or len(values) != 2
-        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
-    ):
-        raise ValueError(f"{where} must be [scale, shift], two finite numbers, got {calibration!r}")
-    if not values[0] > 0:
-        raise ValueError(f"{where}: the scale must be > 0 (it keeps the order of the probabilities), got {values[0]!r}")
-    return float(values[0]), float(values[1])
-
-
-def calibrate(p, calibration: Sequence[float]):
-    """sigmoid(scale * logit(p) + shift), elementwise (0 and 1 stay); a float
-    for a float.
-
-    p (float or array): probabilities.
-    calibration (Sequence[float]): (scale, shift).
-    """
-    scale, shift = calibration
-    raw = numpy.asarray(p, dtype=numpy.float64)
-    # 0 and 1 are certain by construction (e.g. a span linked to itself): kept
-    out = numpy.where(raw >= 1.0, 1.0, numpy.where(raw <= 0.0, 0.0, _sigmoid(scale * logit(raw) + shift)))
-    return float(out) if numpy.ndim(out) == 0 else out
+# the map itself is the decoder's (decoders.calibration); importable from here too
+from ..decoders.calibration import (  # noqa: F401
+    CLASS_WEIGHT_SHIFT,
+    EPS,
+    IDENTITY,
+    calibrate,
+    check_calibration,
+    logit,
+    sigmoid,
+)
 
 
 def fit_platt(p: Sequence[float], y: Sequence[bool], max_iter: int = 100) -> Tuple[float, float]:
@@ -100,7 +54,7 @@ def fit_platt(p: Sequence[float], y: Sequence[bool], max_iter: int = 100) -> Tup
     w = numpy.array([1.0, 0.0])
     current = loss(w)
     for _ in range(max_iter):
-        q = _sigmoid(features @ w)
+        q = sigmoid(features @ w)
         grad = features.T @ (q - target)
         hess = features.T @ (features * (q * (1.0 - q))[:, None]) + 1e-9 * numpy.eye(2)
         step = numpy.linalg.solve(hess, grad)

@@ -15,7 +15,7 @@ differently (for `export gap` it is the same Doc):
    over token pairs) of the reference spans aligned to the predicted tokens
    (by characters, expanded to the covering tokens; 0 for a pronoun that
    covers no token), calibrated with the given [scale, shift]
-   (`scoring.calibration`; the component stores its own in
+   (`decoders.calibration`; the decoder stores its own in
    ``gap_probs``, so case 1 is calibrated already), p >= threshold;
 3. else the predicted clusters (s2e): a candidate is linked when it shares a
    character with a mention of a cluster (`doc_helpers.clusters`) that
@@ -32,21 +32,19 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 
+from ..decoders.calibration import calibrate
+from ..decoders.petra import DEFAULT_GAP_THRESHOLD, gap_linked
 from ..doc_helpers.clusters import CLUSTER_PREFIX, char_clusters
 from ..doc_helpers.gap_annotation import (
     GAP_LABELS,
     GAP_PROBS_KEY,
     GAP_USER_DATA_KEY,
     LABEL_PRONOUN,
-    gap_id_from_doc,
     gap_reference_spans,
     gap_spans,
 )
 from ..doc_helpers.gold import align_span
 from ..doc_helpers.memory_log import get_memory_log
-from .calibration import calibrate
-
-DEFAULT_GAP_THRESHOLD = 0.5
 
 CharRange = Tuple[int, int]
 
@@ -170,7 +168,7 @@ def gap_decisions(
     probs = _probabilities(predicted, spans, calibration)
     if probs is not None:
         t = _stored_threshold(predicted, threshold)
-        return probs[0] >= t, probs[1] >= t
+        return gap_linked(probs[0], t), gap_linked(probs[1], t)
     return _cluster_decisions(predicted, spans, prefix)
 
 
@@ -183,36 +181,7 @@ def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Op
     return gap_decisions(doc, prefix=prefix, threshold=threshold)
 
 
-def gap_predictions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX) -> Tuple[bool, bool]:
-    """Case 3 alone: whether A and B are linked to the pronoun by the clusters
-    of a GAP Doc (a candidate is linked when it shares a token with a mention
-    of a cluster that shares a token with the pronoun; no such cluster gives
-    (False, False)).
-
-    doc (Doc): a GAP Doc (doc.spans["gap"]) with predicted clusters.
-    prefix (str): the cluster prefix.
-    RETURNS (Tuple[bool, bool]): (A linked, B linked).
-    """
-    return _cluster_decisions(doc, gap_spans(doc), prefix)
-
-
 # ----- gold labels of GAP Docs ---------------------------------------------------------
-
-
-def gap_gold_from_doc(doc: Doc) -> Tuple[str, Optional[str], bool, bool]:
-    """The gold labels of a GAP Doc, for in-memory scoring (gap_metrics.gap_scores).
-
-    doc (Doc): a Doc made by the GAP reader.
-    RETURNS (Tuple[str, Optional[str], bool, bool]): (id, gender, A-coref,
-        B-coref); gender "masculine"/"feminine" from the pronoun as the
-        official scorer decides it, None for a pronoun outside its list.
-    """
-    from .gap_metrics import pronoun_gender
-
-    ex_id = gap_id_from_doc(doc)
-    data = doc.user_data[GAP_USER_DATA_KEY]
-    pronoun = gap_spans(doc)[LABEL_PRONOUN]
-    return ex_id, pronoun_gender(pronoun.text), bool(data["A-coref"]), bool(data["B-coref"])
 
 
 def gap_gold(reference: Doc) -> Tuple[str, str, bool, bool]:

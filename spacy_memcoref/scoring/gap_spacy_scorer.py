@@ -12,23 +12,22 @@ The threshold is the component's cfg["gap_threshold"] (spaCy passes a
 component's cfg to its scorer), else the scorer's `threshold` (0.5): a fixed
 0.5 in training, the tuned value once `tune-gap-threshold` stored one. The
 component's cfg["gap_calibration"] calibrates probabilities read from the
-memory log the same way the component calibrates the ones it stores, so
-checkpoint selection in `spacy train` scores calibrated probabilities.
+memory log the same way the model's decoder calibrates the ones it stores,
+so checkpoint selection in `spacy train` scores calibrated probabilities.
+Choosing both on validation data is tuning.gap's.
 
 Only spaCy is imported at module level (torch only to read a memory log).
 """
 import math
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
+from ..decoders.petra import DEFAULT_GAP_THRESHOLD
 from ..doc_helpers.clusters import CLUSTER_PREFIX
-from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, has_gap_annotation
-from ..errors import DataFormatError, quote
-from .gap_decisions import DEFAULT_GAP_THRESHOLD, gap_decisions, gap_gold, stored_gap_probabilities
+from ..doc_helpers.gap_annotation import has_gap_annotation
+from .gap_decisions import gap_decisions, gap_gold
 
 GAP_KEYS = (
     "gap_p", "gap_r", "gap_f", "gap_p_masc", "gap_r_masc", "gap_f_masc",
@@ -108,76 +107,3 @@ def make_gap_scorer(
         return score_gap_examples(examples, threshold=t, span_cluster_prefix=prefix, calibration=gap_calibration)
 
     return score_gap
-
-
-# ----- choosing the decision threshold on validation data ---------------------------
-
-THRESHOLD_GRID: Tuple[float, ...] = tuple(round(i / 100, 2) for i in range(1, 101))
-
-
-def tune_gap_threshold(
-    gold: Dict[str, Tuple[str, bool, bool]],
-    probs: Dict[str, Tuple[float, float]],
-    grid: Iterable[float] = THRESHOLD_GRID,
-) -> Tuple[float, List[Tuple[float, Dict[str, float]]]]:
-    """The GAP decision threshold with the best overall F1 (paper §3.3: chosen
-    on validation, used on test).
-
-    gold (Dict[str, Tuple[str, bool, bool]]): ID -> (gender, A-coref, B-coref).
-    probs (Dict[str, Tuple[float, float]]): ID -> (p_A, p_B).
-    grid (Iterable[float]): thresholds to try (default 0.01, 0.02, ..., 1.00).
-    RETURNS (Tuple[float, List[Tuple[float, Dict[str, float]]]]): the best
-        threshold — among thresholds tied on the best F1 the middle one (the
-        lower of the two middles), so the choice sits inside the plateau —
-        and (threshold, gap_scores) for every threshold tried.
-    """
-    from .gap_metrics import gap_scores
-
-    table = []
-    for t in grid:
-        system = {key: (p_a >= t, p_b >= t) for key, (p_a, p_b) in probs.items()}
-        table.append((float(t), gap_scores(gold, system)))
-    if not table:
-        raise ValueError("no thresholds to try")
-    best_f = max(scores["gap_f"] for _, scores in table)
-    tied = [t for t, scores in table if scores["gap_f"] == best_f]
-    return tied[(len(tied) - 1) // 2], table
-
-
-def raw_gap_probabilities(doc: Doc) -> Optional[Tuple[float, float]]:
-    """(p_A, p_B) before calibration: gap_probs' "A_raw"/"B_raw" where the
-    component calibrated them, else "A"/"B"; None without gap_probs."""
-    probs = doc.user_data.get(GAP_PROBS_KEY)
-    if isinstance(probs, dict) and "A_raw" in probs and "B_raw" in probs:
-        return float(probs["A_raw"]), float(probs["B_raw"])
-    return stored_gap_probabilities(doc)
-
-
-def gap_gold_and_probabilities(
-    docs: Iterable[Doc], *, source: Union[str, Path], component: str
-) -> Tuple[Dict[str, Tuple[str, bool, bool]], Dict[str, Tuple[float, float]]]:
-    """The gold labels and raw (uncalibrated) link probabilities of GAP Docs
-    annotated by a PeTra component, for tune_gap_threshold and fit_platt.
-
-    docs (Iterable[Doc]): the annotated validation Docs.
-    source (Union[str, Path]): the file they came from (named in errors).
-    component (str): the component that annotated them (named in errors).
-    RETURNS (Tuple[Dict, Dict]): ID -> (gender, A-coref, B-coref) and
-        ID -> (p_A, p_B).
-    RAISES DataFormatError: a Doc without GAP annotation, or an ID twice.
-    RAISES ValueError: the component wrote no link probabilities.
-    """
-    gold: Dict[str, Tuple[str, bool, bool]] = {}
-    probs: Dict[str, Tuple[float, float]] = {}
-    for i, doc in enumerate(docs):
-        if not has_gap_annotation(doc):
-            raise DataFormatError(source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
-        ex_id, gender, gold_a, gold_b = gap_gold(doc)
-        if ex_id in gold:
-            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
-        p = raw_gap_probabilities(doc)
-        if p is None:
-            raise ValueError(f"component {component!r} wrote no link probabilities (doc.user_data['{GAP_PROBS_KEY}'])")
-        gold[ex_id] = (gender, gold_a, gold_b)
-        probs[ex_id] = p
-    return gold, probs

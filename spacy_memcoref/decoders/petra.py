@@ -1,0 +1,145 @@
+"""PeTra's decoder: what a prediction writes on a Doc, and the decisions on
+its probabilities (torch-free).
+
+- The memory log goes to ``doc._.memory_log`` (doc_helpers.memory_log).
+- A GAP Doc's link probabilities of A and B with the pronoun go to
+  ``doc.user_data["gap_probs"]``: {"A", "B"} calibrated with
+  ``gap_calibration`` (decoders.calibration; the raw ones kept as "A_raw",
+  "B_raw", the calibration as "calibration_scale" / "calibration_shift"), and
+  the decision threshold ``gap_threshold`` as "threshold": a candidate is
+  linked when its (calibrated) probability is >= the threshold
+  (`gap_linked`; scoring.gap_decisions reads them back).
+- People counting (paper §3.5): a document's count is the number of (token,
+  cell) with overwrite probability o_t^i >= ``people_alpha`` (`people_count`).
+
+The settings live in the component's cfg (``gap_threshold`` and
+``gap_calibration`` are arguments of the `memcoref_petra` factory, with its
+defaults; ``people_alpha`` is stored by `count-people --output`); the
+component hands them over with `PeTraDecoder.configure`. A setting that is
+not given is not applied: no calibration, no stored threshold (readers then
+use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
+"""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc
+
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
+from ..doc_helpers.memory_log import set_memory_log
+from .calibration import IDENTITY, calibrate, check_calibration
+
+# the decision threshold where none is given (the scorer's default, and the
+# threshold of Docs whose gap_probs store none)
+DEFAULT_GAP_THRESHOLD = 0.5
+# the people-count alpha where none was chosen
+DEFAULT_ALPHA = 0.5
+# the component cfg key a chosen alpha is stored under
+PEOPLE_ALPHA_KEY = "people_alpha"
+
+
+def check_probability(value: Any, where: str) -> float:
+    """RAISES ValueError: not a number in [0, 1]."""
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{where} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def gap_linked(p: float, threshold: float) -> bool:
+    """The GAP decision: a candidate is linked when p >= threshold."""
+    return p >= threshold
+
+
+def people_count(overwrite: numpy.ndarray, alpha: float) -> int:
+    """The predicted people count of one document.
+
+    overwrite (numpy.ndarray): o_t^i [T, N] from the memory log.
+    alpha (float): the overwrite threshold.
+    RETURNS (int): the number of (token, cell) with o_t^i >= alpha.
+    """
+    return int((numpy.asarray(overwrite) >= alpha).sum())
+
+
+class PeTraDecoder:
+    """PeTra's decisions on a prediction's probabilities.
+
+    gap_threshold (Optional[float]): GAP decision threshold (None: none stored).
+    gap_calibration (Optional[Sequence[float]]): [scale, shift] (None: raw).
+    people_alpha (Optional[float]): people-count threshold (None: DEFAULT_ALPHA).
+    """
+
+    # settings kept in the component's cfg
+    COMPONENT_SETTINGS: Tuple[str, ...] = ("gap_threshold", "gap_calibration", PEOPLE_ALPHA_KEY)
+    # settings kept in the component's model block of the config (none)
+    MODEL_SETTINGS: Tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        gap_threshold: Optional[float] = None,
+        gap_calibration: Optional[Sequence[float]] = None,
+        people_alpha: Optional[float] = None,
+    ) -> None:
+        self.gap_threshold: Optional[float] = None
+        self.gap_calibration: Optional[List[float]] = None
+        self.people_alpha: Optional[float] = None
+        self.configure({"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, PEOPLE_ALPHA_KEY: people_alpha})
+
+    def configure(self, settings: Mapping[str, Any]) -> Dict[str, Any]:
+        """Take the settings this decoder owns from `settings`, validated (a
+        key given as None unsets it; other keys are ignored).
+
+        RETURNS (Dict[str, Any]): the settings taken that are not None, as
+            stored in the component's cfg.
+        RAISES ValueError: a threshold outside [0, 1], or a calibration that
+            is not [scale > 0, shift].
+        """
+        taken: Dict[str, Any] = {}
+        if "gap_threshold" in settings:
+            value = settings["gap_threshold"]
+            self.gap_threshold = None if value is None else check_probability(value, "gap_threshold")
+        if "gap_calibration" in settings:
+            value = settings["gap_calibration"]
+            self.gap_calibration = None if value is None else list(check_calibration(value))
+        if PEOPLE_ALPHA_KEY in settings:
+            value = settings[PEOPLE_ALPHA_KEY]
+            self.people_alpha = None if value is None else check_probability(value, PEOPLE_ALPHA_KEY)
+        for key in self.COMPONENT_SETTINGS:
+            if key in settings and getattr(self, key) is not None:
+                taken[key] = getattr(self, key)
+        return taken
+
+    # ----- GAP ------------------------------------------------------------------
+
+    def calibration(self) -> Tuple[float, float]:
+        """(scale, shift) that this decoder applies (IDENTITY without one)."""
+        return tuple(self.gap_calibration) if self.gap_calibration is not None else IDENTITY
+
+    def gap_probabilities(self, probs: Tuple[float, float]) -> Dict[str, float]:
+        """The gap_probs entry of raw (p_A, p_B): calibrated, with the raw
+        values, the calibration and the threshold where they are set."""
+        out = {"A": float(probs[0]), "B": float(probs[1])}
+        if self.gap_calibration is not None:
+            for key in ("A", "B"):
+                out[f"{key}_raw"] = out[key]
+                out[key] = calibrate(out[key], self.gap_calibration)
+            # scalars, not a list: DocBin's msgpack gives lists back as tuples
+            out["calibration_scale"], out["calibration_shift"] = map(float, self.gap_calibration)
+        if self.gap_threshold is not None:
+            # the decision threshold travels with the probabilities (export gap reads it)
+            out["threshold"] = float(self.gap_threshold)
+        return out
+
+    # ----- the Doc --------------------------------------------------------------
+
+    def clusters(self, prediction: Mapping[str, Any]) -> List[List[Tuple[int, int]]]:
+        """The clusters of one prediction (decoded from the log by the head)."""
+        return prediction["clusters"]
+
+    def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
+        """Write a prediction's extras: doc._.memory_log and, for a GAP Doc,
+        doc.user_data["gap_probs"] (`gap_probabilities`)."""
+        if "memory_log" in prediction:
+            set_memory_log(doc, prediction["memory_log"])
+        if prediction.get("gap") is not None:
+            doc.user_data[GAP_PROBS_KEY] = self.gap_probabilities(prediction["gap"])
+        else:
+            doc.user_data.pop(GAP_PROBS_KEY, None)

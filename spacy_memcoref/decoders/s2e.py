@@ -1,0 +1,105 @@
+"""s2e's decoder: clusters from each candidate's best antecedent and the
+link threshold (torch-free).
+
+The head (models.pytorch_s2e.S2EHead) predicts, for a document, its kept
+mention candidates in text order, each one's best preceding candidate and
+that pair's score (``prediction["links"]``, see `Links`); the decoder links
+a candidate to it when the score is above ``link_threshold`` (the null
+antecedent scores 0, so 0 is the paper's decision; lower links more) and
+unions the links into clusters. The antecedent ranking does not depend on
+the threshold, so `tune-link-threshold` decodes one prediction at many
+thresholds (tuning.link_threshold).
+"""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc
+
+Span = Tuple[int, int]  # (start, end), both inclusive token indices
+Clusters = List[List[Span]]
+# (starts, ends, best antecedent index or -1, its score): one entry a kept
+# candidate; the scores are the head's (float32) values
+Links = Tuple[List[int], List[int], List[int], List[float]]
+
+
+def _as_float32(threshold: float) -> float:
+    # the head's scores are float32 and torch compared them with the
+    # threshold in float32: the same decision in Python floats
+    return float(numpy.float32(threshold))
+
+
+def check_link_threshold(value: Any) -> float:
+    """RAISES ValueError: not a (finite, |t| < 1e6) number."""
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e6):
+        raise ValueError(f"link_threshold must be a number, got {value!r}")
+    return float(value)
+
+
+def links_to_clusters(links: Optional[Links], threshold: float) -> Clusters:
+    """Clusters from a prediction's links, linking pairs scored above `threshold`.
+
+    links (Optional[Links]): the head's links; None for an empty document.
+    threshold (float): the link threshold.
+    RETURNS (Clusters): clusters of two or more mentions.
+    """
+    if links is None:
+        return []
+    starts, ends, best, scores = links
+    t = _as_float32(threshold)
+    chosen = [b if s > t else -1 for b, s in zip(best, scores)]
+    return clusters_from_links(list(starts), list(ends), chosen)
+
+
+def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Sequence[int]) -> Clusters:
+    """Union candidates with their chosen antecedent (-1: none); clusters of
+    two or more mentions, each sorted, in order of their first mention."""
+    parent = list(range(len(links)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for q, c in enumerate(links):
+        if c >= 0:
+            parent[find(q)] = find(c)
+    groups: Dict[int, List[Span]] = {}
+    for i in range(len(links)):
+        groups.setdefault(find(i), []).append((starts[i], ends[i]))
+    clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]
+    return sorted(clusters, key=lambda c: c[0])
+
+
+class S2EDecoder:
+    """s2e's decisions: the link threshold.
+
+    link_threshold (float): link a mention to its best antecedent when the
+        pair scores above this (the builder's `link_threshold`).
+    """
+
+    # settings kept in the component's cfg (none: the threshold is the model's)
+    COMPONENT_SETTINGS: Tuple[str, ...] = ()
+    # settings kept in the component's model block of the config
+    MODEL_SETTINGS: Tuple[str, ...] = ("link_threshold",)
+
+    def __init__(self, link_threshold: float) -> None:
+        self.link_threshold = check_link_threshold(link_threshold)
+
+    def configure(self, settings: Mapping[str, Any]) -> Dict[str, Any]:
+        """Take the settings this decoder owns (here link_threshold) from
+        `settings`, validated; other keys are ignored.
+
+        RETURNS (Dict[str, Any]): the settings taken.
+        """
+        taken = {}
+        if settings.get("link_threshold") is not None:
+            self.link_threshold = taken["link_threshold"] = check_link_threshold(settings["link_threshold"])
+        return taken
+
+    def clusters(self, prediction: Mapping[str, Any], threshold: Optional[float] = None) -> Clusters:
+        """The clusters of one prediction (at `threshold`, default the decoder's)."""
+        return links_to_clusters(prediction.get("links"), self.link_threshold if threshold is None else threshold)
+
+    def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
+        """s2e writes nothing beyond the clusters the component writes."""

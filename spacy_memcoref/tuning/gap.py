@@ -1,0 +1,108 @@
+"""Choosing PeTra's GAP decisions on validation data: the calibration of the
+link probabilities (Platt scaling, scoring.calibration.fit_platt) and the
+decision threshold with the best overall GAP F1 (paper §3.3: chosen on
+validation, used on test)."""
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from spacy.tokens import Doc
+
+from ..decoders.calibration import calibrate
+from ..decoders.petra import gap_linked
+from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, has_gap_annotation
+from ..errors import DataFormatError, quote
+from ..scoring.calibration import expected_calibration_error, fit_platt, reliability_table
+from ..scoring.gap_decisions import gap_gold, stored_gap_probabilities
+from ..scoring.gap_metrics import gap_scores
+from .grid import PROBABILITY_GRID, best_on_grid
+
+# the grid of GAP decision thresholds, 0.01, 0.02, ..., 1.00
+THRESHOLD_GRID: Tuple[float, ...] = PROBABILITY_GRID
+
+Gold = Dict[str, Tuple[str, bool, bool]]
+Probabilities = Dict[str, Tuple[float, float]]
+
+
+def tune_gap_threshold(
+    gold: Gold, probs: Probabilities, grid: Iterable[float] = THRESHOLD_GRID
+) -> Tuple[float, List[Tuple[float, Dict[str, float]]]]:
+    """The GAP decision threshold with the best overall F1.
+
+    gold (Dict[str, Tuple[str, bool, bool]]): ID -> (gender, A-coref, B-coref).
+    probs (Dict[str, Tuple[float, float]]): ID -> (p_A, p_B).
+    grid (Iterable[float]): thresholds to try (default 0.01, 0.02, ..., 1.00).
+    RETURNS (Tuple[float, List[Tuple[float, Dict[str, float]]]]): the best
+        threshold (ties: the middle of the tied thresholds, tuning.grid) and
+        (threshold, gap_scores) for every threshold tried.
+    """
+    table = []
+    for t in grid:
+        system = {key: (gap_linked(p_a, t), gap_linked(p_b, t)) for key, (p_a, p_b) in probs.items()}
+        table.append((float(t), gap_scores(gold, system)))
+    if not table:
+        raise ValueError("no thresholds to try")
+    return best_on_grid(table, lambda scores: scores["gap_f"]), table
+
+
+def raw_gap_probabilities(doc: Doc) -> Optional[Tuple[float, float]]:
+    """(p_A, p_B) before calibration: gap_probs' "A_raw"/"B_raw" where the
+    decoder calibrated them, else "A"/"B"; None without gap_probs."""
+    probs = doc.user_data.get(GAP_PROBS_KEY)
+    if isinstance(probs, dict) and "A_raw" in probs and "B_raw" in probs:
+        return float(probs["A_raw"]), float(probs["B_raw"])
+    return stored_gap_probabilities(doc)
+
+
+def gap_gold_and_probabilities(docs: Iterable[Doc], *, source: Union[str, Path], component: str) -> Tuple[Gold, Probabilities]:
+    """The gold labels and raw (uncalibrated) link probabilities of GAP Docs
+    annotated by a PeTra component.
+
+    docs (Iterable[Doc]): the annotated validation Docs.
+    source (Union[str, Path]): the file they came from (named in errors).
+    component (str): the component that annotated them (named in errors).
+    RETURNS (Tuple[Dict, Dict]): ID -> (gender, A-coref, B-coref) and
+        ID -> (p_A, p_B).
+    RAISES DataFormatError: a Doc without GAP annotation, or an ID twice.
+    RAISES ValueError: the component wrote no link probabilities.
+    """
+    gold: Gold = {}
+    probs: Probabilities = {}
+    for i, doc in enumerate(docs):
+        if not has_gap_annotation(doc):
+            raise DataFormatError(source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
+        ex_id, gender, gold_a, gold_b = gap_gold(doc)
+        if ex_id in gold:
+            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
+        p = raw_gap_probabilities(doc)
+        if p is None:
+            raise ValueError(f"component {component!r} wrote no link probabilities (doc.user_data['{GAP_PROBS_KEY}'])")
+        gold[ex_id] = (gender, gold_a, gold_b)
+        probs[ex_id] = p
+    return gold, probs
+
+
+def tune_gap_decisions(gold: Gold, raw: Probabilities, before: Sequence[float], *, fit: bool = True) -> Dict[str, Any]:
+    """Calibrate and choose the threshold: Platt scaling on the A and B
+    candidates (with `fit`; else the calibration `before` is kept), then the
+    threshold with the best GAP F1 on the calibrated probabilities.
+
+    gold (Gold), raw (Probabilities): gap_gold_and_probabilities' output.
+    before (Sequence[float]): the component's calibration now.
+    fit (bool): fit a new calibration.
+    RETURNS (Dict[str, Any]): "calibration" (rounded to 6 decimals: the
+        value stored in config.cfg is the one used), "threshold", "table"
+        (tune_gap_threshold's) and "reliability" ({"before", "after"}: the
+        calibration, its ECE and its reliability_table bins).
+    """
+    keys = sorted(gold)
+    raw_p = [p for key in keys for p in raw[key]]
+    labels = [g for key in keys for g in gold[key][1:]]
+    before = list(before)
+    after = [round(v, 6) for v in fit_platt(raw_p, labels)] if fit else before
+    probs = {key: tuple(calibrate(p, after) for p in raw[key]) for key in keys}
+    best, table = tune_gap_threshold(gold, probs)
+    reliability = {}
+    for label, calibration in (("before", before), ("after", after)):
+        rows = reliability_table([calibrate(p, calibration) for p in raw_p], labels)
+        reliability[label] = {"calibration": calibration, "ece": expected_calibration_error(rows), "bins": rows}
+    return {"calibration": after, "threshold": best, "table": table, "reliability": reliability}
