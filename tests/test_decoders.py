@@ -172,3 +172,41 @@ def test_torch_modules_take_the_builders_settings_as_required_arguments():
                 continue
             assert param.default is inspect.Parameter.empty, f"{module.__name__}({name}) repeats a default"
             assert name in builder_params, f"{module.__name__}({name}) is not a setting of {builder.__name__}"
+
+
+# ----- saving ----------------------------------------------------------------------
+
+
+def test_save_with_settings_stores_each_setting_where_the_pipeline_keeps_it(tmp_path):
+    import spacy
+    from thinc.api import Config
+
+    from spacy_memcoref.tuning.save import save_with_settings
+    from test_petra_component import petra_config
+    from test_s2e import s2e_config
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(hidden_size=8))
+    nlp.add_pipe("memcoref_petra", config={**petra_config(), "span_cluster_prefix": "petra"})
+    nlp.initialize()
+    with pytest.raises(ValueError, match="no setting gap_threshold"):
+        save_with_settings(nlp, "memcoref", {"gap_threshold": 0.3}, tmp_path / "refused")
+    with pytest.raises(ValueError, match="link_threshold"):
+        save_with_settings(nlp, "memcoref", {"link_threshold": "low"}, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    assert save_with_settings(nlp, "memcoref", {"link_threshold": -1.5}, tmp_path / "s2e") == {"link_threshold": -1.5}
+    assert nlp.get_pipe("memcoref").decoder.link_threshold == -1.5  # applied in memory too
+    assert "link_threshold" not in nlp.get_pipe("memcoref").cfg  # the model's setting, not the component's
+    updates = {"gap_threshold": 0.3, "gap_calibration": (0.5, 1), "people_alpha": 0.25}
+    save_with_settings(nlp, "memcoref_petra", updates, tmp_path / "petra")
+    config = Config().from_disk(tmp_path / "petra" / "config.cfg", interpolate=False)["components"]
+    assert config["memcoref"]["model"]["link_threshold"] == -1.5
+    assert config["memcoref_petra"]["gap_threshold"] == 0.3 and config["memcoref_petra"]["gap_calibration"] == [0.5, 1.0]
+    assert "people_alpha" not in config["memcoref_petra"]  # not a factory argument: the cfg keeps it
+    loaded = spacy.load(tmp_path / "petra")
+    assert loaded.get_pipe("memcoref").decoder.link_threshold == -1.5
+    petra = loaded.get_pipe("memcoref_petra")
+    # (srsly's JSON reads the cfg's 0.3 back as 0.30000000000000004, as it did before)
+    assert (petra.cfg["gap_threshold"], petra.cfg["gap_calibration"], petra.cfg["people_alpha"]) == (pytest.approx(0.3), [0.5, 1.0], 0.25)
+    decoder = petra.decoder
+    assert (decoder.gap_threshold, decoder.gap_calibration, decoder.people_alpha) == (petra.cfg["gap_threshold"], [0.5, 1.0], 0.25)
