@@ -177,7 +177,8 @@ class CorefComponent(TrainablePipe):
         self.name = name
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
-        self.cfg.update(self._hook("decoder").configure(settings or {}))
+        if settings:
+            self.cfg.update(self._hook("decoder").configure(settings))
         self._warned_unaligned = False
 
     @property
