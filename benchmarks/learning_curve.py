@@ -124,14 +124,14 @@ def score_snapshot(path: str, dev_path: Path) -> Dict[str, Any]:
     import spacy
     from spacy.training import Corpus
 
-    from spacy_memcoref.pipeline.link_threshold import pair_links, s2e_parts, scores_by_threshold
+    from spacy_memcoref.tuning.link_threshold import predict_each, s2e_decoder, scores_by_threshold
 
     nlp = spacy.load(path)
     pipe = nlp.get_pipe("memcoref")
-    own_threshold = s2e_parts(pipe)[1].link_threshold
+    own_threshold = s2e_decoder(pipe).link_threshold
     examples = list(Corpus(str(dev_path), max_length=0)(nlp))
-    links = pair_links(pipe, [eg.predicted for eg in examples])
-    table = scores_by_threshold(examples, links, pipe.prefix, sorted(set(THRESHOLDS) | {own_threshold}))
+    predictions = predict_each(pipe, [eg.predicted for eg in examples])
+    table = scores_by_threshold(pipe, examples, predictions, sorted(set(THRESHOLDS) | {own_threshold}))
     by_threshold = {t: {k: round(100 * v, 2) for k, v in scores.items()} for t, scores in table.items()}
     own = by_threshold[own_threshold]
     best = max(by_threshold, key=lambda t: by_threshold[t]["coref_conll_f"])

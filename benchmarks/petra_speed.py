@@ -102,7 +102,31 @@ def parse_args(argv=None):
     p.add_argument("--child", choices=["forward", "stream"], help=argparse.SUPPRESS)
     p.add_argument("--child-features", help=argparse.SUPPRESS)
     p.add_argument("--child-tokens", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--child-petra-args", help=argparse.SUPPRESS)  # JSON: builder_defaults() of the parent
     return p.parse_args(argv)
+
+
+# PeTra's arguments besides the sizes: the builder's defaults (the torch
+# module takes required arguments; models.petra_model.build_petra is their home)
+BUILDER_ARGS = ("usage_decay", "entity_loss_weight", "dropout", "learned_init", "fixed_key_size")
+
+
+def builder_defaults():
+    """{name: build_petra's default} of BUILDER_ARGS."""
+    import inspect
+
+    from spacy_memcoref.models.petra_model import build_petra
+
+    params = inspect.signature(build_petra).parameters
+    return {name: params[name].default for name in BUILDER_ARGS}
+
+
+def petra_kwargs(args):
+    """PeTra's keyword arguments: the sizes of the command line, the rest
+    build_petra's defaults (a child process gets them from its parent, so it
+    imports torch + PeTra only, not spaCy)."""
+    rest = json.loads(args.child_petra_args) if args.child_petra_args else builder_defaults()
+    return {"hidden_size": args.hidden_size, "num_cells": args.num_cells, "mlp_size": args.mlp_size, **rest}
 
 
 def make_petra(args, input_size=384):
@@ -111,7 +135,7 @@ def make_petra(args, input_size=384):
     from spacy_memcoref.models.pytorch_petra import PeTra
 
     torch.manual_seed(0)
-    model = PeTra(input_size, hidden_size=args.hidden_size, num_cells=args.num_cells, mlp_size=args.mlp_size)
+    model = PeTra(input_size, **petra_kwargs(args))
     return model.eval()
 
 
@@ -122,7 +146,13 @@ def make_baseline(args, petra):
     spec = importlib.util.spec_from_file_location("petra_baseline", args.baseline)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    model = module.PeTra(petra.input_size, hidden_size=args.hidden_size, num_cells=args.num_cells, mlp_size=args.mlp_size)
+    import inspect
+
+    params = inspect.signature(module.PeTra.__init__).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    # an older PeTra may not know every argument (it had defaults for them)
+    kwargs = {k: v for k, v in petra_kwargs(args).items() if takes_any or k in params}
+    model = module.PeTra(petra.input_size, **kwargs)
     model.load_state_dict(petra.state_dict())
     return model.eval()
 
@@ -373,10 +403,12 @@ def memory(args, nlp, tok2vec, data):
         rows = []
         results = {}
         stream_sizes = [int(v) for v in args.stream_sizes.split(",") if v.strip()]
+        petra_args_json = json.dumps(builder_defaults())
         plan = [("forward", n) for n in sizes] + [("stream", n) for n in sorted(set(sizes) | set(stream_sizes))]
         for mode, n in plan:
             argv = [SCRIPT, "--child", mode, "--child-features", path, "--child-tokens", str(n), "--chunk", str(args.chunk)]
             argv += ["--num-cells", str(args.num_cells), "--hidden-size", str(args.hidden_size), "--mlp-size", str(args.mlp_size)]
+            argv += ["--child-petra-args", petra_args_json]
             if args.memory_threads or args.threads:
                 argv += ["--threads", str(args.memory_threads or args.threads)]
             r = C.run_child(argv, args.timeout)

@@ -87,9 +87,9 @@ def strip_sents(docs):
 
 def stage_breakdown(head_layer, docs, vectors, bs):
     """Wrap the S2EHead's methods with timers for one pass (the code that runs
-    is the model's own; only timing wrappers are added, then removed)."""
-    from spacy_memcoref.models import pytorch_s2e
-
+    is the model's own; only timing wrappers are added, then removed). The
+    head predicts links; the clusters are the decoder's, run by the component
+    (see `time_set_annotations`)."""
     head = head_layer.shims[0]._model
     totals = defaultdict(float)
     counts = defaultdict(int)
@@ -140,12 +140,10 @@ def stage_breakdown(head_layer, docs, vectors, bs):
         "top_candidates": "top_candidates (topk + sort)",
         "_antecedent_inputs": "_antecedent_inputs",
         "_antecedent_chunk": "_antecedent_chunk (K x K scores, chunked)",
-        "document_clusters": "document_clusters (whole head.forward)",
+        "predicted_links": "predicted_links (whole head.forward)",
     }
     for attr, name in patched.items():
         setattr(head, attr, timed(name, getattr(head, attr)))
-    orig_links = pytorch_s2e.clusters_from_links
-    pytorch_s2e.clusters_from_links = timed("clusters_from_links (python union-find)", orig_links)
     try:
         t0 = time.perf_counter()
         for b, v in zip(batches(docs, bs), batches(vectors, bs)):
@@ -154,11 +152,10 @@ def stage_breakdown(head_layer, docs, vectors, bs):
     finally:
         for attr in patched:
             delattr(head, attr)
-        pytorch_s2e.clusters_from_links = orig_links
         for h in hooks:
             h.remove()
     order = [
-        "document_clusters (whole head.forward)",
+        "predicted_links (whole head.forward)",
         "score_mentions (all widths)",
         "- mention MLPs (start/end, d->h)",
         "- mention start/end scores + B_m",
@@ -167,17 +164,42 @@ def stage_breakdown(head_layer, docs, vectors, bs):
         "- antecedent MLPs (kept endpoints, d->h)",
         "- 4 antecedent bilinears (K x h x h)",
         "_antecedent_chunk (K x K scores, chunked)",
-        "clusters_from_links (python union-find)",
     ]
     rows = [["head layer total (glue + forward)", total, 100.0, len(docs)]]
     for name in order:
         rows.append([name, totals[name], 100.0 * totals[name] / total, counts[name]])
-    glue = total - totals["document_clusters (whole head.forward)"]
+    glue = total - totals["predicted_links (whole head.forward)"]
     rows.append(["glue: xp2torch, sentence/speaker ids, Thinc shim", glue, 100.0 * glue / total, len(docs)])
     # width loop = score_mentions minus the linear layers it calls
     loop = totals["score_mentions (all widths)"] - totals["- mention MLPs (start/end, d->h)"] - totals["- mention start/end scores + B_m"]
     rows.insert(5, ["- per-width loop (max_width slices, masks, cat)", loop, 100.0 * loop / total, len(docs)])
     return rows
+
+
+def time_set_annotations(comp, docs, preds):
+    """Seconds of the component's set_annotations (the decoder's clusters and
+    writing doc.spans) and, within it, of the decoder's union-find
+    (decoders.s2e.clusters_from_links, wrapped with a timer, then restored)."""
+    from spacy_memcoref.decoders import s2e as s2e_decoder
+
+    union_find = [0.0]
+    orig = s2e_decoder.clusters_from_links
+
+    def timed(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return orig(*a, **k)
+        finally:
+            union_find[0] += time.perf_counter() - t0
+
+    s2e_decoder.clusters_from_links = timed
+    try:
+        t = time.perf_counter()
+        comp.set_annotations(docs, preds)
+        total = time.perf_counter() - t
+    finally:
+        s2e_decoder.clusters_from_links = orig
+    return total, union_find[0]
 
 
 def run_profiles(head_layer, docs, vectors, bs, top):
@@ -390,19 +412,21 @@ def main(argv=None):
         print(f"\n## Where the head spends its time (one pass, {len(docs)} docs)\n")
         rows = stage_breakdown(head_layer, docs, vectors, bs)
         print(C.table(["stage", "seconds", "% of head", "calls"], rows))
-        # Outside the head layer: the component writing doc.spans. (An
-        # untrained head's cluster count is arbitrary; a trained one writes
-        # more, smaller clusters.)
+        # Outside the head layer: the component's decoder (links -> clusters
+        # at the link threshold) and writing doc.spans. (An untrained head's
+        # cluster count is arbitrary; a trained one writes more, smaller
+        # clusters.)
         preds = []
         for b, v in zip(batches(docs, bs), batches(vectors, bs)):
             preds.extend(head_layer.predict((b, v, None))[1])
-        t = time.perf_counter()
-        comp.set_annotations(docs, preds)
-        set_s = time.perf_counter() - t
-        n_cl = sum(len(p["clusters"]) for p in preds)
-        n_m = sum(len(c) for p in preds for c in p["clusters"])
+        set_s, union_s = time_set_annotations(comp, docs, preds)
+        decoder = comp.decoder
+        clusters = [decoder.clusters(p) for p in preds]
+        n_cl = sum(len(c) for c in clusters)
+        n_m = sum(len(m) for c in clusters for m in c)
         print(
-            f"\ncomponent.set_annotations (outside the head): {set_s:.3f}s for {len(docs)} docs "
+            f"\ncomponent.set_annotations (outside the head): {set_s:.3f}s for {len(docs)} docs, "
+            f"of which the decoder's clusters_from_links (python union-find) {union_s:.3f}s "
             f"({n_cl} clusters, {n_m} mentions written); full - encoder - head (best): "
             f"{best['full'] - best['encoder'] - best['head']:+.2f}s"
         )
