@@ -37,7 +37,10 @@ def _overfit(nlp, examples, steps, rate):
 
 
 def test_petra_base_preset_overfits_and_encodes_each_text_once(tiny_mpnet):
-    nlp = _preset("petra_gap_base.cfg", tiny_mpnet)
+    # the tiny MPNet has 4 layers (5 hidden states): the preset's 4 layers
+    # below the top 4 need 8, so skip 1 here (the features: states 0-3)
+    nlp = _preset("petra_gap_base.cfg", tiny_mpnet, **{"components.memcoref_petra.model.skip_top_layers": 1})
+    assert load_config(CONFIGS / "petra_gap_base.cfg")["components"]["memcoref_petra"]["model"]["skip_top_layers"] == 4
     model = nlp.get_pipe("memcoref_petra").model
     cache = frozen_cache(model)
     assert cache is not None and cache.limit == 3072 * 2**20
