@@ -172,3 +172,32 @@ def test_a_bfloat16_pipeline_runs_in_float32_after_loading(tmp_path):
     assert spacy_memcoref.run_in_float32(loaded) == 1
     list(loaded.pipe(texts[:1]))
     assert seen[0] is True and seen[-1] is False
+
+
+def test_a_float32_pipeline_runs_in_bfloat16_and_back(tmp_path):
+    """run_in_bfloat16 turns autocast on for a pipeline trained in float32
+    (vectors within bfloat16's precision of float32's), run_in_float32 turns
+    it off again (float32's vectors exactly)."""
+    import spacy_memcoref
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": False}))
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    pipe = loaded.get_pipe("memcoref")
+    hf = find_transformer(pipe.model).transformer
+    seen = []
+    hf.encoder.register_forward_pre_hook(lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
+    docs = [loaded.make_doc(eg.reference.text) for eg in examples[:2]]
+    plain = pipe.token_vectors(docs)
+    assert spacy_memcoref.run_in_bfloat16(loaded) == 1
+    low = pipe.token_vectors(docs)
+    assert spacy_memcoref.run_in_float32(loaded) == 1
+    back = pipe.token_vectors(docs)
+    assert seen[0] is False and True in seen and seen[-1] is False
+    for a, b, c in zip(plain, low, back):
+        assert b.dtype == numpy.float32 and not numpy.array_equal(a, b)
+        numpy.testing.assert_allclose(a, b, atol=0.1)
+        numpy.testing.assert_array_equal(a, c)
