@@ -155,18 +155,25 @@ def test_eager_attention_by_config_gives_the_same_vectors():
         numpy.testing.assert_allclose(a, b, atol=1e-5)
 
 
-def test_a_bfloat16_pipeline_runs_in_float32_after_loading(tmp_path):
-    import spacy_memcoref
-
+def _saved_and_loaded(folder, bfloat16):
+    """An s2e pipeline saved with `bfloat16` and loaded back, its examples,
+    and a list that records, at each encoder call, whether autocast was on."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": True}))
+    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": bfloat16}))
     examples = make_examples(nlp)
     nlp.initialize(lambda: examples)
-    nlp.to_disk(tmp_path / "model")
-    loaded = spacy.load(tmp_path / "model")
+    nlp.to_disk(folder)
+    loaded = spacy.load(folder)
     hf = find_transformer(loaded.get_pipe("memcoref").model).transformer
     seen = []
     hf.encoder.register_forward_pre_hook(lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
+    return loaded, examples, seen
+
+
+def test_a_bfloat16_pipeline_runs_in_float32_after_loading(tmp_path):
+    import spacy_memcoref
+
+    loaded, examples, seen = _saved_and_loaded(tmp_path / "model", True)
     texts = [eg.reference.text for eg in examples]
     list(loaded.pipe(texts[:1]))
     assert spacy_memcoref.run_in_float32(loaded) == 1
@@ -180,16 +187,8 @@ def test_a_float32_pipeline_runs_in_bfloat16_and_back(tmp_path):
     it off again (float32's vectors exactly)."""
     import spacy_memcoref
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": False}))
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    nlp.to_disk(tmp_path / "model")
-    loaded = spacy.load(tmp_path / "model")
+    loaded, examples, seen = _saved_and_loaded(tmp_path / "model", False)
     pipe = loaded.get_pipe("memcoref")
-    hf = find_transformer(pipe.model).transformer
-    seen = []
-    hf.encoder.register_forward_pre_hook(lambda module, args: seen.append(torch.is_autocast_enabled("cpu")))
     docs = [loaded.make_doc(eg.reference.text) for eg in examples[:2]]
     plain = pipe.token_vectors(docs)
     assert spacy_memcoref.run_in_bfloat16(loaded) == 1
