@@ -18,19 +18,15 @@ A set "a-b" is layers a..b concatenated; "a-b:s" every s-th of them
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy
 import torch
 
-
-def read_gap(path: Path) -> List[Dict[str, str]]:
-    with path.open(encoding="utf8") as handle:
-        return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+from spacy_memcoref.corpora.gap import GapRow, read_gap_rows
 
 
 def _pieces(offsets: Sequence[Tuple[int, int]], start: int, end: int) -> List[int]:
@@ -41,22 +37,22 @@ def _pieces(offsets: Sequence[Tuple[int, int]], start: int, end: int) -> List[in
 
 
 @torch.no_grad()
-def encode_rows(model, tokenizer, rows: List[Dict[str, str]], batch: int) -> numpy.ndarray:
+def encode_rows(model, tokenizer, rows: List[GapRow], batch: int) -> numpy.ndarray:
     """[rows, 3 (pronoun, A, B), layers, width] float32."""
     out = []
     for i in range(0, len(rows), batch):
         chunk = rows[i : i + batch]
         enc = tokenizer(
-            [r["Text"] for r in chunk], return_offsets_mapping=True, truncation=True,
+            [r.text for r in chunk], return_offsets_mapping=True, truncation=True,
             max_length=512, padding=True, return_tensors="pt",
         )
         offsets = enc.pop("offset_mapping").tolist()
         hidden = torch.stack(model(**enc, output_hidden_states=True).hidden_states, dim=1)  # [B, L, T, W]
         for b, row in enumerate(chunk):
             spans = [
-                (int(row["Pronoun-offset"]), int(row["Pronoun-offset"]) + len(row["Pronoun"])),
-                (int(row["A-offset"]), int(row["A-offset"]) + len(row["A"])),
-                (int(row["B-offset"]), int(row["B-offset"]) + len(row["B"])),
+                (row.pronoun_offset, row.pronoun_offset + len(row.pronoun)),
+                (row.a_offset, row.a_offset + len(row.a)),
+                (row.b_offset, row.b_offset + len(row.b)),
             ]
             vecs = [hidden[b][:, _pieces(offsets[b], s, e)].mean(dim=1) for s, e in spans]
             out.append(torch.stack(vecs).numpy())
@@ -64,14 +60,14 @@ def encode_rows(model, tokenizer, rows: List[Dict[str, str]], batch: int) -> num
     return numpy.stack(out).astype(numpy.float32)
 
 
-def pairs(feats: numpy.ndarray, rows: List[Dict[str, str]], layers: List[int]) -> Tuple[torch.Tensor, torch.Tensor]:
+def pairs(feats: numpy.ndarray, rows: List[GapRow], layers: List[int]) -> Tuple[torch.Tensor, torch.Tensor]:
     x = torch.from_numpy(feats[:, :, layers].reshape(len(rows), 3, -1))
     p = x[:, 0]
     xs, ys = [], []
-    for slot, key in ((1, "A-coref"), (2, "B-coref")):
+    for slot, linked in ((1, [r.a_coref for r in rows]), (2, [r.b_coref for r in rows])):
         c = x[:, slot]
         xs.append(torch.cat([p, c, p * c], dim=1))
-        ys.append(torch.tensor([r[key].upper() == "TRUE" for r in rows], dtype=torch.float32))
+        ys.append(torch.tensor(linked, dtype=torch.float32))
     return torch.cat(xs), torch.cat(ys)
 
 
@@ -116,7 +112,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="an .npz to keep the encoded pronoun/name vectors in")
     args = parser.parse_args()
 
-    train_rows, dev_rows = read_gap(args.train_tsv), read_gap(args.dev_tsv)
+    train_rows, dev_rows = list(read_gap_rows(args.train_tsv)), list(read_gap_rows(args.dev_tsv))
     if args.cache is not None and args.cache.exists():
         data = numpy.load(args.cache)
         train_f, dev_f = data["train"], data["dev"]
