@@ -511,14 +511,15 @@ def count_people_cmd(
             logs.append(log["overwrite"])
         return logs
 
+    stored_alpha = getattr(getattr(pipe, "decoder", None), "people_alpha", None)
     try:
         if alpha is not None:
             source = "--alpha"
         elif dev_rows:
             alpha, _ = choose_alpha(overwrite_logs(dev_rows), [c for *_, c in dev_rows])
             source = f"chosen on {len(dev_rows)} dev docs ({'--dev ' + str(dev_path) if dev_path else '--dev-fraction'})"
-        elif getattr(getattr(pipe, "decoder", None), PEOPLE_ALPHA_KEY, None) is not None:
-            alpha, source = pipe.decoder.people_alpha, f"the component's cfg ({PEOPLE_ALPHA_KEY})"
+        elif stored_alpha is not None:
+            alpha, source = stored_alpha, f"the component's cfg ({PEOPLE_ALPHA_KEY})"
         else:
             alpha, source = DEFAULT_ALPHA, "default (choose one with --dev or --dev-fraction)"
         logs = overwrite_logs(rows)

@@ -16,8 +16,6 @@ import numpy
 # the map itself is the decoder's (decoders.calibration); importable from here too
 from ..decoders.calibration import (  # noqa: F401
     CLASS_WEIGHT_SHIFT,
-    EPS,
-    IDENTITY,
     calibrate,
     check_calibration,
     logit,

@@ -16,15 +16,12 @@ from ..scoring.gap_decisions import gap_gold, stored_gap_probabilities
 from ..scoring.gap_metrics import gap_scores
 from .grid import PROBABILITY_GRID, best_on_grid
 
-# the grid of GAP decision thresholds, 0.01, 0.02, ..., 1.00
-THRESHOLD_GRID: Tuple[float, ...] = PROBABILITY_GRID
-
 Gold = Dict[str, Tuple[str, bool, bool]]
 Probabilities = Dict[str, Tuple[float, float]]
 
 
 def tune_gap_threshold(
-    gold: Gold, probs: Probabilities, grid: Iterable[float] = THRESHOLD_GRID
+    gold: Gold, probs: Probabilities, grid: Iterable[float] = PROBABILITY_GRID
 ) -> Tuple[float, List[Tuple[float, Dict[str, float]]]]:
     """The GAP decision threshold with the best overall F1.
 

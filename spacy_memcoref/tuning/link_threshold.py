@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 from spacy.training import Example
 
+from ..decoders.s2e import S2EDecoder
 from ..doc_helpers.clusters import write_clusters
 from ..scoring.spacy_scorer import score_coref_examples
 from .grid import LINK_THRESHOLDS, best_on_grid
@@ -26,7 +27,7 @@ def s2e_decoder(pipe: Any) -> Any:
     RAISES ValueError: the component's model is not s2e.
     """
     decoder = getattr(getattr(pipe, "model", None), "attrs", {}).get("decoder")
-    if decoder is None or "link_threshold" not in getattr(decoder, "MODEL_SETTINGS", ()):
+    if not isinstance(decoder, S2EDecoder):
         raise ValueError(f"the component {getattr(pipe, 'name', '?')!r} is not an s2e model (spacy_memcoref.S2E.v1)")
     return decoder
 

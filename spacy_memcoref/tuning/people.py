@@ -5,10 +5,8 @@ import numpy
 
 from .grid import PROBABILITY_GRID, best_on_grid
 
-ALPHA_GRID: Tuple[float, ...] = PROBABILITY_GRID
 
-
-def choose_alpha(overwrites: list, gold: list, grid: Sequence[float] = ALPHA_GRID) -> Tuple[float, List[Tuple[float, int, int]]]:
+def choose_alpha(overwrites: list, gold: list, grid: Sequence[float] = PROBABILITY_GRID) -> Tuple[float, List[Tuple[float, int, int]]]:
     """The people-counting threshold with the fewest wrong counts, then the
     smallest total absolute error (ties: the middle of the tied alphas,
     tuning.grid).

@@ -24,8 +24,6 @@ def save_with_settings(nlp: Language, component: str, updates: Dict[str, Any], o
     RAISES ValueError: a setting the component's decoder does not own, or an
         invalid value (nothing is saved).
     """
-    from thinc.api import Config
-
     pipe = nlp.get_pipe(component)
     decoder = pipe.model.attrs.get("decoder")
     if decoder is None:
@@ -36,29 +34,19 @@ def save_with_settings(nlp: Language, component: str, updates: Dict[str, Any], o
         raise ValueError(f"the component {component!r} has no setting {', '.join(unknown)} (it has {', '.join(owned)})")
     stored = decoder.configure(updates)
     pipe.cfg.update({key: value for key, value in stored.items() if key in decoder.COMPONENT_SETTINGS})
-    # the pipeline's own copy of the component's config block, so that
-    # nlp.config and a later nlp.to_disk() hold the new values too
-    in_memory = getattr(nlp, "_pipe_configs", {}).get(component)
-    if in_memory is not None:
-        _set_in_block(in_memory, stored, decoder.MODEL_SETTINGS)
+    # the pipeline's own copy of the component's config block: nlp.config,
+    # hence the config.cfg that nlp.to_disk() writes, is built from it
+    _set_in_block(nlp.get_pipe_config(component), stored, decoder.MODEL_SETTINGS)
     nlp.to_disk(output)
-    config_path = Path(output) / "config.cfg"
-    config = Config().from_disk(config_path, interpolate=False)
-    if _set_in_block(config["components"][component], stored, decoder.MODEL_SETTINGS):
-        config.to_disk(config_path)
     return stored
 
 
-def _set_in_block(block: Dict[str, Any], settings: Dict[str, Any], model_settings: Tuple[str, ...]) -> bool:
+def _set_in_block(block: Dict[str, Any], settings: Dict[str, Any], model_settings: Tuple[str, ...]) -> None:
     """Write settings into a component's config block: a model setting into
     its model block, a component setting where the factory takes it (people_alpha
-    is not a factory argument). RETURNS (bool): whether anything was written."""
-    changed = False
+    is not a factory argument)."""
     for key, value in settings.items():
         if key in model_settings and isinstance(block.get("model"), dict):
             block["model"][key] = value
-            changed = True
         elif key not in model_settings and key in block:
             block[key] = value
-            changed = True
-    return changed
