@@ -113,7 +113,8 @@ def convert(tmp: Path) -> dict:
     return paths
 
 
-def run(name: str, config: str, data: dict, args, tmp: Path, extra) -> list:
+def run(name: str, config: str, data: dict, args, tmp: Path, extra, env=None) -> list:
+    """One child training run; env: environment variables set at its start."""
     log = tmp / f"{name}.jsonl"
     if name.startswith("s2e"):
         paths = ["--paths.train", str(data["og_train"]), "--paths.dev", str(data["og_dev"])]
@@ -125,12 +126,8 @@ def run(name: str, config: str, data: dict, args, tmp: Path, extra) -> list:
     ]
     if "petra" in config:
         cmd += ["--training.optimizer.learn_rate.total_steps", str(args.steps)]
-    env = None
-    if "ENV" in cmd:  # the environment variables the setting replaces, set at process start
-        cmd.remove("ENV")
-        env = dict(os.environ, MALLOC_ARENA_MAX="2", MALLOC_TRIM_THRESHOLD_="0")
     t0 = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env) if env else None)
     if proc.returncode != 0:
         print(f"{name}: failed (exit {proc.returncode}): {' | '.join(proc.stderr.strip().splitlines()[-4:])}")
         return []
@@ -181,13 +178,15 @@ def main(argv=None) -> int:
         for model in args.models.split(","):
             component = "memcoref" if model == "s2e" else "memcoref_petra"
             precision = [f"--components.{component}.model.tok2vec.bfloat16", "false"] if args.float32 else []
-            variants = [("as shipped" + (", float32" if args.float32 else ""), precision)]
+            variants = [("as shipped" + (", float32" if args.float32 else ""), precision, None)]
             if args.variants:
-                variants.append(("release_memory off" + (", float32" if args.float32 else ""), precision + ["--training.before_update.release_memory", "false"]))
-                variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", precision + ["--training.before_update.release_memory", "false", "ENV"]))
-            for label, extra in variants:
+                off = precision + ["--training.before_update.release_memory", "false"]
+                variants.append(("release_memory off" + (", float32" if args.float32 else ""), off, None))
+                # the environment variables the setting replaces, set at process start
+                variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", off, {"MALLOC_ARENA_MAX": "2", "MALLOC_TRIM_THRESHOLD_": "0"}))
+            for label, extra, env in variants:
                 name = f"{model} ({label})"
-                found = run(model + str(len(rows)), configs[model], data, args, tmp, extra)
+                found = run(model + str(len(rows)), configs[model], data, args, tmp, extra, env)
                 if found:
                     rows.append(summarize(name, found, GOALS_MB[model]))
     headers = ["run", "first eval step", "RSS there MB", "RSS 25% MB", "RSS 50% MB", "RSS 75% MB", "RSS last MB", "growth MB", "peak MB", "peak within goal"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..util import atomic_output
-from .results import ShardResult
+from .results import COUNTS, ShardResult
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "spacy_memcoref.annotate.v1"
@@ -234,7 +234,7 @@ class OutputDir:
         self.save()
 
     def totals(self) -> Dict[str, int]:
-        totals = {"n_items": 0, "n_docs": 0, "n_errors": 0, "n_tokens": 0, "n_clusters": 0}
+        totals = dict.fromkeys(COUNTS, 0)
         for entry in self.manifest["shards"].values():
             for key in totals:
                 totals[key] += int(entry.get(key, 0))
