@@ -52,9 +52,14 @@ def test_petra_base_preset_overfits_and_encodes_each_text_once(tiny_mpnet):
     assert cache.hits == len(examples) * 59
 
 
+KEEP_LAYERS = "components.memcoref.model.tok2vec.transformer_config.num_hidden_layers"
+
+
 def test_s2e_base_preset_overfits_and_trains_the_top_layers_only(tiny_mpnet):
-    # the tiny MPNet has 4 layers: the preset fine-tunes its top 2
-    nlp = _preset("s2e_base.cfg", tiny_mpnet)
+    # the preset keeps the bottom 8 of 12 layers; the tiny MPNet has 4, all kept
+    # here, and the preset fine-tunes the top 2 of them
+    assert load_config(CONFIGS / "s2e_base.cfg")["components"]["memcoref"]["model"]["tok2vec"]["transformer_config"]["num_hidden_layers"] == 8
+    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4})
     examples = make_examples(nlp)
     losses = _overfit(nlp, examples, 60, 0.00015)  # the head at 20x: 3e-3
     assert min(losses[-5:]) < 0.3 * losses[0], losses
@@ -63,3 +68,18 @@ def test_s2e_base_preset_overfits_and_trains_the_top_layers_only(tiny_mpnet):
     assert all(p.requires_grad for p in hf.encoder.layer[2].parameters())
     cache = hf._memcoref_bottom_cache
     assert cache.used > 0 and cache.hits > 0
+
+
+def test_s2e_base_keeps_the_bottom_layers_and_refuses_more_than_the_encoder_has(tiny_mpnet):
+    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 3})
+    nlp.initialize(lambda: make_examples(nlp))
+    hf = find_transformer(nlp.get_pipe("memcoref").model).transformer
+    assert len(hf.encoder.layer) == 3
+    # the kept layers are the checkpoint's bottom ones, not new random ones
+    full = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4})
+    full.initialize(lambda: make_examples(full))
+    full_hf = find_transformer(full.get_pipe("memcoref").model).transformer
+    for kept, original in zip(hf.encoder.layer[2].parameters(), full_hf.encoder.layer[2].parameters()):
+        assert (kept == original).all()
+    with pytest.raises(ValueError, match="has 4 layers"):
+        _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 8})

@@ -73,7 +73,9 @@ def build_embedded_transformer(
         older CPUs it is slower, not wrong.
     transformer_config (Dict[str, Any]): settings for the Hugging Face config
         of a transformer loaded by name (e.g. `attention_probs_dropout_prob`:
-        0 lets CPU attention use its fused kernel while training).
+        0 lets CPU attention use its fused kernel while training;
+        `num_hidden_layers`: keep the bottom n layers only, at most the
+        encoder's own count).
     RETURNS (Model[List[Doc], List[Floats2d]]): one row a token.
     """
     from spacy_transformers.architectures import transformer_tok2vec_v3
@@ -86,8 +88,10 @@ def build_embedded_transformer(
         raise ValueError(f"need 0 < stride <= window, got window={window}, stride={stride}")
     if not isinstance(segment_tokens, int) or segment_tokens < 0:
         raise ValueError(f"segment_tokens must be an integer >= 0, got {segment_tokens!r}")
+    name = name or embedded_encoder_path()
+    _check_layer_count(name, transformer_config)
     model = transformer_tok2vec_v3(
-        name=name or embedded_encoder_path(),
+        name=name,
         get_spans=configure_strided_spans(window, stride),
         tokenizer_config={"use_fast": True},
         # a copy: spacy-transformers writes into the dict it is given
@@ -113,6 +117,28 @@ def build_embedded_transformer(
     if segment_tokens:
         model.attrs[SEGMENT_ATTR] = (window, stride, max(1, round(segment_tokens / stride)) * stride)
     return model
+
+
+def _check_layer_count(name: str, transformer_config: Dict[str, Any]) -> None:
+    """`transformer_config.num_hidden_layers` keeps the bottom n layers of the
+    encoder; more than it has would add layers of random weights (Hugging Face
+    only logs a warning), so refuse that where the encoder's own config.json is
+    on disk (a hub name is checked by Hugging Face's loading alone)."""
+    if "num_hidden_layers" not in transformer_config:
+        return
+    keep = transformer_config["num_hidden_layers"]
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"transformer_config.num_hidden_layers must be a positive integer, got {keep!r}")
+    config_file = Path(name) / "config.json"
+    if config_file.is_file():
+        import json
+
+        has = json.loads(config_file.read_text(encoding="utf8")).get("num_hidden_layers")
+        if isinstance(has, int) and keep > has:
+            raise ValueError(
+                f"transformer_config.num_hidden_layers = {keep}, but the encoder {name} has {has} layers: "
+                f"it keeps the bottom n layers, so n must be at most {has}"
+            )
 
 
 def segment_bounds(n_tokens: int, window: int, stride: int, core: int) -> List[Tuple[int, int, int, int]]:
