@@ -417,6 +417,40 @@ def test_frozen_encoder_trains_the_head_only():
     assert losses[-1] < losses[0]
 
 
+def test_use_averages_reaches_the_torch_head():
+    """`use_averages = true`: spaCy evaluates and saves inside
+    nlp.use_params(optimizer.averages); the torch head must run with the
+    averaged parameters there and with the trained ones again after."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.003, use_averages=True)
+    for _ in range(6):
+        nlp.update(examples, sgd=optimizer)
+    shim = nlp.get_pipe("memcoref").model.layers[1].shims[0]
+    head = shim._model
+    trained = {name: p.detach().clone() for name, p in head.named_parameters()}
+    averages = {name: optimizer.averages[(shim.id, name)] for name in trained if (shim.id, name) in optimizer.averages}
+    assert len(averages) >= len(trained) - 2, "most head parameters should have an average"
+    assert any(not numpy.allclose(averages[name], trained[name].numpy()) for name in averages)
+    with nlp.use_params(optimizer.averages):
+        current = dict(head.named_parameters())
+        for name, average in averages.items():
+            numpy.testing.assert_array_equal(current[name].detach().numpy(), average)
+        saved = nlp.to_bytes()
+    for name, p in head.named_parameters():
+        assert torch.equal(p.detach(), trained[name]), f"{name} was not restored"
+    reloaded = spacy.blank("en")
+    reloaded.add_pipe("memcoref", config=s2e_config())
+    reloaded.initialize(lambda: examples)
+    reloaded.from_bytes(saved)
+    loaded = dict(reloaded.get_pipe("memcoref").model.layers[1].shims[0]._model.named_parameters())
+    for name, average in averages.items():
+        numpy.testing.assert_array_equal(loaded[name].detach().numpy(), average)
+
+
 def test_segmented_last_layers_equal_one_pass():
     """PeTra's frozen encoder (last 4 layers concatenated) segments long
     documents the same way, with the same vectors as one pass."""

@@ -13,7 +13,8 @@ decoders package) owns the decisions taken on a prediction and writes it:
 ``decoder.write(doc, prediction)`` writes what a prediction holds beyond
 them. Only import this module from a model builder: it imports torch.
 """
-from typing import Any, Callable, List, Optional, Tuple
+import contextlib
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from spacy.tokens import Doc
@@ -63,6 +64,28 @@ class ScaledLRPyTorchShim(PyTorchShim):
         self._model.to(device)
         self._grad_scaler.to_(device)
         return self
+
+    @contextlib.contextmanager
+    def use_params(self, params: Dict[Any, Any]) -> Iterator[None]:
+        """Run with the head's parameters taken from `params` (an optimizer's
+        `averages`, keyed (shim id, parameter name) as finish_update keys
+        them), then put the trained ones back. PyTorchShim.use_params looks
+        for string keys that no optimizer writes, so spaCy's
+        `use_averages = true` evaluated and saved the raw parameters."""
+        averaged = {
+            name: xp2torch(params[(self.id, name)], device=self.device)
+            for name, _ in self._model.named_parameters()
+            if (self.id, name) in params
+        }
+        if not averaged:
+            yield
+            return
+        backup = {name: tensor.detach().clone() for name, tensor in self._model.state_dict().items()}
+        self._model.load_state_dict(averaged, strict=False)
+        try:
+            yield
+        finally:
+            self._model.load_state_dict(backup)
 
     def finish_update(self, optimizer) -> None:
         for name, torch_data in self._model.named_parameters():
