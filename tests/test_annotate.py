@@ -8,6 +8,8 @@ import inspect
 import json
 import pickle
 import sys
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -521,6 +523,49 @@ def test_two_processes_equal_one_and_survive_a_worker_death(model_dir, corpus, r
     assert summary.documents == 23 and summary.shards == 5
     assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
     assert shard_bytes(out) == shard_bytes(reference)
+
+
+class _PoolThatBreaksOnSubmit:
+    """Stands in for ProcessPoolExecutor: runs each shard at once, and on the
+    run's `break_at`-th submit raises BrokenProcessPool as a real pool does
+    when a worker died after wait() had returned (a race seen on loaded
+    cores). Every later submit to that pool raises too."""
+
+    break_at = 0
+    submits = 0
+    pools = 0
+
+    def __init__(self, *args, **kwargs):
+        type(self).pools += 1
+        self.broken = False
+
+    def submit(self, fn, *args):
+        type(self).submits += 1
+        if self.broken or type(self).submits == self.break_at:
+            self.broken = True
+            raise BrokenProcessPool("A child process terminated abruptly")
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+@pytest.mark.parametrize("break_at", [1, 3, 5, 6])
+def test_pool_found_broken_at_submit_redoes_its_shards(monkeypatch, break_at):
+    from spacy_memcoref.annotate import local
+    from spacy_memcoref.annotate.inputs import ShardPlan
+
+    monkeypatch.setattr(_PoolThatBreaksOnSubmit, "break_at", break_at)
+    monkeypatch.setattr(_PoolThatBreaksOnSubmit, "submits", 0)
+    monkeypatch.setattr(_PoolThatBreaksOnSubmit, "pools", 0)
+    monkeypatch.setattr(local, "ProcessPoolExecutor", _PoolThatBreaksOnSubmit)
+    monkeypatch.setattr(local, "_work", lambda plan: ("annotated", plan["index"]))
+    plans = [ShardPlan(index=i, kind="txt", root="/corpus", parts=[[f"{i}.txt"]], n_items=1) for i in range(7)]
+    results = list(local.run_pool(plans, "model", {}, n_process=2))
+    assert sorted(results) == [("annotated", i) for i in range(7)], "each shard once, none lost"
+    assert _PoolThatBreaksOnSubmit.pools == 2, "one restart"
 
 
 # ----- Ray ------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ def run_pool(
     finished = False
     try:
         while True:
+            broken = False
             while len(in_flight) < 2 * n_process:
                 if retry:
                     plan = retry.popleft()
@@ -100,21 +101,28 @@ def run_pool(
                         continue
                 else:
                     break
-                in_flight[pool.submit(_work, plan.to_dict())] = plan
-            if not in_flight:
-                finished = True
-                return
-            done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
-            broken = False
-            for future in sorted(done, key=lambda f: in_flight[f].index):
-                plan = in_flight.pop(future)
                 try:
-                    result = future.result()
+                    in_flight[pool.submit(_work, plan.to_dict())] = plan
                 except BrokenProcessPool:
-                    broken = True
+                    # a worker died after the last wait() returned (its shard's
+                    # future may not be failed yet): the pool refuses new work
                     retry.append(plan)
-                    continue
-                yield result
+                    broken = True
+                    break
+            if not broken:
+                if not in_flight:
+                    finished = True
+                    return
+                done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: in_flight[f].index):
+                    plan = in_flight.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        retry.append(plan)
+                        continue
+                    yield result
             if broken:
                 # every shard still in flight died with the pool: do them again
                 for future, plan in sorted(in_flight.items(), key=lambda kv: kv[1].index):
