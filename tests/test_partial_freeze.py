@@ -93,6 +93,37 @@ def test_partially_frozen_pipeline_trains_top_only_and_round_trips(tmp_path):
     assert not any(p.requires_grad for p in hf_loaded.encoder.layer[0].parameters())  # freeze re-installed
 
 
+def test_use_averages_reach_the_fine_tuned_layers():
+    """`use_averages = true`: inside nlp.use_params(optimizer.averages) the
+    fine-tuned top layer holds the optimizer's averages, the frozen layers are
+    untouched, and the trained weights come back after."""
+    from spacy_memcoref.models.weights_only_hf_shim import WeightsOnlyHFShim
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    config = s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "trainable_layers": 1})
+    nlp.add_pipe("memcoref", config=config)
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    model = nlp.get_pipe("memcoref").model
+    (shim,) = [s for node in model.walk() for s in node.shims if isinstance(s, WeightsOnlyHFShim)]
+    optimizer = Adam(0.001, use_averages=True)
+    for _ in range(4):
+        nlp.update(examples, sgd=optimizer)
+    trained = {name: p.detach().clone() for name, p in shim._model.named_parameters()}
+    averaged = {name for name in trained if (shim.id, name) in optimizer.averages}
+    assert averaged and all(".layer.5." in name for name in averaged), sorted(averaged)[:3]
+    with nlp.use_params(optimizer.averages):
+        for name, p in shim._model.named_parameters():
+            if name in averaged:
+                numpy.testing.assert_array_equal(p.detach().numpy(), optimizer.averages[(shim.id, name)])
+            else:
+                assert torch.equal(p.detach(), trained[name]), f"frozen {name} changed"
+        assert any(not torch.equal(p.detach(), trained[n]) for n, p in shim._model.named_parameters())
+    for name, p in shim._model.named_parameters():
+        assert torch.equal(p.detach(), trained[name]), f"{name} was not restored"
+
+
 @pytest.mark.parametrize("value", [0, -1, True, 1.5])
 def test_bad_trainable_layers(value):
     with pytest.raises(ValueError, match="trainable_layers"):

@@ -13,8 +13,7 @@ decoders package) owns the decisions taken on a prediction and writes it:
 ``decoder.write(doc, prediction)`` writes what a prediction holds beyond
 them. Only import this module from a model builder: it imports torch.
 """
-import contextlib
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from spacy.tokens import Doc
@@ -22,6 +21,7 @@ from spacy.training import Example
 from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from .averaged_params import use_averaged_params
 from .encoder import encode_for_inference
 
 CorefInput = Tuple[List[Doc], Optional[List[Any]]]
@@ -65,27 +65,10 @@ class ScaledLRPyTorchShim(PyTorchShim):
         self._grad_scaler.to_(device)
         return self
 
-    @contextlib.contextmanager
-    def use_params(self, params: Dict[Any, Any]) -> Iterator[None]:
-        """Run with the head's parameters taken from `params` (an optimizer's
-        `averages`, keyed (shim id, parameter name) as finish_update keys
-        them), then put the trained ones back. PyTorchShim.use_params looks
-        for string keys that no optimizer writes, so spaCy's
-        `use_averages = true` evaluated and saved the raw parameters."""
-        averaged = {
-            name: xp2torch(params[(self.id, name)], device=self.device)
-            for name, _ in self._model.named_parameters()
-            if (self.id, name) in params
-        }
-        if not averaged:
-            yield
-            return
-        backup = {name: tensor.detach().clone() for name, tensor in self._model.state_dict().items()}
-        self._model.load_state_dict(averaged, strict=False)
-        try:
-            yield
-        finally:
-            self._model.load_state_dict(backup)
+    def use_params(self, params: Dict[Any, Any]):
+        """Run with the optimizer's averages of the head's parameters
+        (`use_averages = true`; see averaged_params)."""
+        return use_averaged_params(self, params)
 
     def finish_update(self, optimizer) -> None:
         for name, torch_data in self._model.named_parameters():

@@ -12,6 +12,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.util import make_tempdir
 from thinc.api import Model, get_torch_default_device
 
+from .averaged_params import use_averaged_params
 from .int8 import quantize_module_like
 from .torch_weights import CHECKSUM_KEY, load_weights, with_checksum
 
@@ -19,10 +20,16 @@ from .torch_weights import CHECKSUM_KEY, load_weights, with_checksum
 class WeightsOnlyHFShim(HFShim):
     """HFShim (spacy-transformers 1.4) whose from_bytes loads the weights with
     `load_weights` (weights_only=True, checksum checked) before anything else,
-    and whose to_bytes saves the checksum; otherwise as HFShim."""
+    whose to_bytes saves the checksum, and whose use_params applies the
+    optimizer's averages; otherwise as HFShim."""
 
     def to_bytes(self) -> bytes:
         return with_checksum(super().to_bytes())
+
+    def use_params(self, params):
+        """Run with the optimizer's averages of the fine-tuned weights
+        (`use_averages = true`; see averaged_params)."""
+        return use_averaged_params(self, params)
 
     def from_bytes(self, bytes_data: bytes) -> "WeightsOnlyHFShim":
         msg = srsly.msgpack_loads(bytes_data)
