@@ -68,13 +68,19 @@ def test_cache_budget_zero_caches_nothing():
     assert find_transformer(part).transformer._memcoref_bottom_cache.used == 0
 
 
-def test_partially_frozen_pipeline_trains_top_only_and_round_trips(tmp_path):
+def _top_layer_pipeline():
+    """An s2e pipeline whose MiniLM fine-tunes its top layer only, initialized on TRAIN."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
     config = s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "trainable_layers": 1})
     nlp.add_pipe("memcoref", config=config)
     examples = make_examples(nlp)
     nlp.initialize(lambda: examples)
+    return nlp, examples
+
+
+def test_partially_frozen_pipeline_trains_top_only_and_round_trips(tmp_path):
+    nlp, examples = _top_layer_pipeline()
     hf = find_transformer(nlp.get_pipe("memcoref").model).transformer
     before = {k: v.clone() for k, v in hf.state_dict().items()}
     optimizer = Adam(0.001)
@@ -99,12 +105,7 @@ def test_use_averages_reach_the_fine_tuned_layers():
     untouched, and the trained weights come back after."""
     from spacy_memcoref.models.weights_only_hf_shim import WeightsOnlyHFShim
 
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    config = s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "trainable_layers": 1})
-    nlp.add_pipe("memcoref", config=config)
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
+    nlp, examples = _top_layer_pipeline()
     model = nlp.get_pipe("memcoref").model
     (shim,) = [s for node in model.walk() for s in node.shims if isinstance(s, WeightsOnlyHFShim)]
     optimizer = Adam(0.001, use_averages=True)
