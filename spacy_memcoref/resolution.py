@@ -6,29 +6,51 @@ works on the output of either model, on Docs from a DocBin and on clusters
 set by hand. spaCy only (no torch). The rules, in order:
 
 1. A cluster's representative is its first proper-noun mention, else its
-   first non-pronoun mention; a cluster of pronouns only is left alone.
-2. Personal pronouns (subject and object) become the representative's text;
-   the representative and the other nominal mentions stay as they are.
-3. Possessives become the representative's possessive ("Alice's", "the kids'");
+   first non-pronoun mention; only a mention whose name (rule 2) holds a
+   word character can be one (not whitespace or punctuation only); a
+   cluster without such a mention is left alone.
+2. A cluster's name is its representative's text, whitespace runs made one
+   space, WITHOUT a final possessive marker: "Mary's", "Mary 's" (OntoGUM's
+   tokens), "Mary’s" and "the kids'" are named "Mary" and "the kids".
+3. Personal pronouns (subject and object) become the name; the
+   representative and the other nominal mentions stay as they are.
+4. Possessives become the name's possessive, with exactly one marker: "'s",
+   or a bare apostrophe after a final "s" ("Alice's", "James'", "the kids'");
    standalone "hers", "theirs", ... likewise. "her" is possessive when the
    tagger says so (tag PRP$ or Poss=Yes); without a tagger when the next
    token is a word that can start a noun phrase (not punctuation, not a
    function word, not the end of the text).
-4. Reflexives ("herself") are kept.
-5. Case follows position: a replacement that starts a sentence is
+5. A subject pronoun before a verb clitic ('m 're 's 've 'd 'll, with a
+   straight or curly apostrophe, or "m" "re" ... glued to it as in "Im")
+   is replaced together with the clitic, which is written out in full and
+   agrees with the name: "I'm" -> "Alice is", "they're" -> "the kids are",
+   "you've" -> "Bob has". The number is the pronoun's (I he she it:
+   singular, we: plural); for "you" and "they" it is the name's (see
+   `_is_plural`). "'s" is "has" before "been"/"got", "is" before anything
+   that cannot be a past participle, and ambiguous before one ("he's
+   gone"); "'d" is "had" before "been"/"had"/"got"/"better" or a past
+   participle and "would" before a base verb. When the clitic is ambiguous,
+   or follows an object or possessive form ("her's"), the pronoun is left
+   alone: the text never reads "Alice'm". ("n't" never follows a pronoun.)
+6. Reflexives ("herself") are kept, and so is a mention inside its own
+   cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
+7. Case follows position: a replacement that starts a sentence is
    capitalized; a representative that began with a capitalized common word
    ("The president") is lower-cased mid-sentence.
-6. Nothing is replaced twice: an edit overlapping one already made (a token
+8. Nothing is replaced twice: an edit overlapping one already made (a token
    in two clusters, a mention inside another replaced one) is skipped.
-7. First- and second-person pronouns inside quotation marks are kept (they
+9. First- and second-person pronouns inside quotation marks are kept (they
    refer to the speaker and the listener).
 
 Proper nouns: with a tagger, a mention holding a PROPN token; without one, a
 mention holding a title-case word that is not a pronoun or a function word.
 Sentence starts: the Doc's sentence boundaries when it has them, else the
-first token and the tokens after ". ! ?" (and an opening quote after them).
+first token and the tokens after ". ! ?" (and an opening quote or a
+whitespace token such as "\\n\\n" after them).
 """
 import bisect
+import numbers
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
@@ -70,6 +92,54 @@ FUNCTION_WORDS = {
     "now", "here", "there", "how", "why", "who", "whom",
     "mr", "mrs", "ms", "dr",
 }  # fmt: skip
+# pronouns that can be the subject of a verb clitic, and their number
+# (None: "you" and "they" take the name's number)
+SUBJECTS = {"i": False, "he": False, "she": False, "it": False, "we": True, "you": None, "they": None, "thou": False, "ye": True}
+# verb clitics, apostrophe straight (curly ones are straightened first)
+CLITICS = {"'m", "'re", "'s", "'ve", "'d", "'ll"}
+# the same without an apostrophe, counted only when glued to the pronoun ("Im")
+BARE_CLITICS = {"m", "re", "s", "ve", "d", "ll"}
+# possessive markers: a token of its own, or the end of the last word
+POSSESSIVE_MARKERS = {"'s", "'"}
+# after "'s": "has"; after "'d": "had" (also before a past participle)
+HAS_NEXT = {"been", "got", "gotten", "had"}
+HAD_NEXT = HAS_NEXT | {"better"}
+# after "'d": "would" (function words otherwise leave "'d" ambiguous)
+WOULD_NEXT = {"be", "have", "do", "like", "rather"}
+# adverbs looked past to find the verb after a clitic ("he's not been")
+CLITIC_ADVERBS = {
+    "not", "n't", "never", "just", "already", "always", "also", "really", "still", "ever", "even",
+    "only", "probably", "certainly", "actually", "definitely", "obviously", "clearly", "apparently",
+}  # fmt: skip
+# past participles that do not end in "ed"; the first group also reads as a
+# base verb ("I'd put": would put or had put)
+PARTICIPLE_OR_BASE = {
+    "put", "come", "become", "overcome", "run", "cut", "hit", "let", "set", "read", "quit", "shut",
+    "hurt", "cost", "spread", "bet", "burst", "cast", "fit", "split",
+}  # fmt: skip
+PARTICIPLES = PARTICIPLE_OR_BASE | {
+    "done", "gone", "made", "had", "got", "gotten", "been", "seen", "taken", "given", "written", "eaten",
+    "fallen", "forgotten", "chosen", "driven", "broken", "spoken", "stolen", "hidden", "risen", "arisen",
+    "beaten", "proven", "shaken", "frozen", "woken", "awoken", "bitten", "forbidden", "forgiven",
+    "ridden", "mistaken", "overtaken", "undertaken", "rewritten", "swollen", "left", "lost", "found", "won",
+    "begun", "sung", "swum", "rung", "drunk", "sunk", "shrunk", "known", "shown", "grown", "thrown",
+    "flown", "drawn", "withdrawn", "blown", "sewn", "sown", "worn", "torn", "sworn", "born", "borne",
+    "told", "sold", "said", "paid", "laid", "held", "kept", "slept", "swept", "wept", "felt", "dealt",
+    "meant", "sent", "spent", "lent", "bent", "built", "bought", "brought", "caught", "taught", "thought",
+    "fought", "sought", "heard", "led", "fed", "bled", "fled", "met", "sat", "stood", "understood",
+    "struck", "stuck", "hung", "shot", "lit", "slid", "dug", "spun", "wound", "bound", "learnt", "burnt",
+    "dreamt", "spelt", "leapt", "knelt", "crept", "clung", "flung", "swung", "stung", "shone", "forgot",
+}  # fmt: skip
+# plural nouns that do not end in "s", and endings of singular words that do
+PLURAL_WORDS = {"people", "children", "men", "women", "police", "staff", "data", "cattle", "feet", "teeth", "mice", "geese"}
+SINGULAR_ENDINGS = ("ss", "us", "is", "ics", "ous")
+# words that end a noun phrase's head part ("the members | of the club")
+HEAD_STOPS = {
+    "of", "in", "on", "at", "for", "with", "from", "by", "to", "about", "who", "whom", "whose", "which",
+    "that", "where", "when", ",", "(", "-", "–", "—", ":", ";",
+}  # fmt: skip
+WORD_CHARACTER = re.compile(r"\w")
+NOT_NAMES = CLITICS | POSSESSIVE_MARKERS
 SENTENCE_END = {".", "!", "?", "...", "…"}
 OPEN_QUOTES = {"“", "«", "``", "„"}
 CLOSE_QUOTES = {"”", "»", "''"}
@@ -137,11 +207,16 @@ class Resolved:
         text came from: untouched characters map to themselves; a range
         touching a replacement covers the whole mention it replaced.
 
-        start (int), end (int): 0 <= start <= end <= len(self.text).
+        start (int), end (int): integers (Python's or numpy's; not bools)
+            with 0 <= start <= end <= len(self.text).
         RETURNS (Tuple[int, int]): (source_start, source_end).
         """
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(self.text)):
-            raise ValueError(f"need 0 <= start <= end <= {len(self.text)}, got ({start!r}, {end!r})")
+        for name, value in (("start", start), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"{name} must be an integer (not a bool), got {value!r} ({type(value).__name__})")
+        start, end = int(start), int(end)
+        if not 0 <= start <= end <= len(self.text):
+            raise ValueError(f"need 0 <= start <= end <= {len(self.text)}, got ({start}, {end})")
         source_start = self._source_position(start, as_end=False)
         if start == end:
             return source_start, source_start
@@ -158,6 +233,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
     RETURNS (Resolved): .text, .edits, .to_source(start, end).
     """
     tagged = is_tagged(doc)
+    parsed = doc.has_annotation("DEP")
     sentence_starts = _sentence_starts(doc)
     quoted = _quoted(doc)
     candidates: List[Tuple[int, int, int, str]] = []  # (start_char, end_char, order, text)
@@ -166,17 +242,25 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
         representative = _representative(mentions, tagged)
         if representative is None:
             continue
-        name = " ".join(representative.text.split())
+        name = _name(representative, tagged)
         for mention in mentions:
-            if mention.start == representative.start and mention.end == representative.end:
-                continue
+            if representative.start <= mention.start and mention.end <= representative.end:
+                continue  # the representative, or a mention inside it: kept
             form = _pronoun_form(mention, tagged, quoted)
             if form is None:
                 continue
             token = mention[0]
+            end = token.idx + len(token.text)
             text = _possessive(name) if form == "possessive" else name
+            clitic = _clitic_after(token)
+            if clitic is not None:
+                verb = _expanded_clitic(token, clitic, representative, tagged, parsed, form)
+                if verb is None:
+                    continue  # an ambiguous clitic: the pronoun is left alone
+                text = f"{text} {verb}"
+                end = clitic.idx + len(clitic.text)
             text = _case(text, representative, tagged, start_of_sentence=token.i in sentence_starts)
-            candidates.append((token.idx, token.idx + len(token.text), len(candidates), text))
+            candidates.append((token.idx, end, len(candidates), text))
     edits: List[Edit] = []
     shift = 0
     last_end = -1
@@ -222,11 +306,26 @@ def representative_of(mentions: Sequence["Span"], tagged: bool) -> Optional["Spa
 
 
 def _representative(mentions: Sequence["Span"], tagged: bool) -> Optional["Span"]:
-    nominal = [m for m in mentions if not (len(m) == 1 and _is_pronoun_token(m[0], tagged))]
-    for mention in nominal:
+    first = None
+    for mention in mentions:
+        if not _can_represent(mention, tagged):
+            continue
         if _is_proper(mention, tagged):
             return mention
-    return nominal[0] if nominal else None
+        if first is None:
+            first = mention
+    return first
+
+
+def _can_represent(mention: "Span", tagged: bool) -> bool:
+    """Not a lone pronoun, clitic or possessive marker ("'s" in "Let's"), and
+    a name that holds a word character."""
+    if len(mention) == 1:
+        token = mention[0]
+        if _is_pronoun_token(token, tagged) or _apostrophes(token.lower_) in NOT_NAMES:
+            return False
+        return WORD_CHARACTER.search(token.text) is not None
+    return WORD_CHARACTER.search(_name(mention, tagged)) is not None
 
 
 def _pronoun_form(mention: "Span", tagged: bool, quoted: Sequence[bool]) -> Optional[str]:
@@ -265,8 +364,167 @@ def _her_is_possessive(token: "Token", tagged: bool) -> bool:
     return True
 
 
+def _apostrophes(text: str) -> str:
+    return text.replace("’", "'")
+
+
+def representative_name(representative: "Span", tagged: Optional[bool] = None) -> str:
+    """A cluster's name (rule 2): the representative's text, whitespace runs
+    made one space, without a final possessive marker ("Mary's", "Mary 's",
+    "the kids'" -> "Mary", "the kids").
+
+    representative (Span): the representative (representative_of).
+    tagged (Optional[bool]): is_tagged(doc) (None: look).
+    RETURNS (str): the name ("" when nothing but a marker or whitespace).
+    """
+    return _name(representative, is_tagged(representative.doc) if tagged is None else tagged)
+
+
+def _name(span: "Span", tagged: bool) -> str:
+    end = span.end
+    if len(span) > 1 and _is_possessive_marker(span[-1], span, tagged):
+        end -= 1
+    text = " ".join(span.doc[span.start : end].text.split())
+    # a marker glued to the last word (a Doc made from words: "Mary's")
+    straight = _apostrophes(text)
+    if end < span.end:
+        return text
+    if straight.endswith("'s") and WORD_CHARACTER.search(text[:-2]):
+        return text[:-2]
+    if straight.endswith(("s'", "S'")) and not re.search(r"(^|\s)'", straight[:-1]):
+        return text[:-1]  # "kids'", but not a quoted "'Les Misérables'"
+    return text
+
+
+def _is_possessive_marker(token: "Token", span: "Span", tagged: bool) -> bool:
+    """Whether the last token of a mention is a possessive marker of its own
+    ("'s", "’s"; "'" after a word ending in s, when no quote opens the span)."""
+    word = _apostrophes(token.text)
+    if word not in POSSESSIVE_MARKERS:
+        return False
+    if tagged and token.tag_:
+        return token.tag_ == "POS"
+    if word == "'s":
+        return True
+    before = span.doc[token.i - 1].text
+    return before.endswith(("s", "S")) and not any(_apostrophes(t.text) == "'" or t.text == "‘" for t in span[:-1])
+
+
 def _possessive(name: str) -> str:
+    """One possessive marker: "'" after a final s ("James'", "the kids'"),
+    else "'s"."""
     return name + ("'" if name.endswith(("s", "S")) else "'s")
+
+
+def _clitic_after(token: "Token") -> Optional["Token"]:
+    """The verb clitic right after a token ("'m" after "I"), if any."""
+    doc = token.doc
+    if token.i + 1 >= len(doc):
+        return None
+    following = doc[token.i + 1]
+    word = _apostrophes(following.lower_)
+    if word in CLITICS or (word in BARE_CLITICS and not token.whitespace_):
+        return following
+    return None
+
+
+def _expanded_clitic(
+    pronoun: "Token", clitic: "Token", representative: "Span", tagged: bool, parsed: bool, form: str
+) -> Optional[str]:
+    """The clitic written out to agree with the name (rule 5), or None to
+    leave the pronoun alone."""
+    word = pronoun.lower_
+    if form != "personal" or word not in SUBJECTS:
+        return None  # "her's", "him'll": not a subject; kept as written
+    plural = SUBJECTS[word]
+    if plural is None:
+        plural = _is_plural(representative, tagged, parsed)
+    kind = _apostrophes(clitic.lower_).lstrip("'")
+    if kind in ("m", "re"):
+        return "are" if plural else "is"
+    if kind == "ve":
+        return "have" if plural else "has"
+    if kind == "ll":
+        return "will"
+    following = _verb_after(clitic)
+    if kind == "s":
+        if following is not None and following.lower_ in HAS_NEXT:
+            return "have" if plural else "has"
+        if following is not None and _may_be_participle(following, tagged):
+            return None  # "he's gone": is or has
+        return "are" if plural else "is"
+    # "'d": had or would
+    if following is None:
+        return None
+    lower = following.lower_
+    if lower in HAD_NEXT:
+        return "had"
+    if tagged and following.tag_ in ("VBN", "VB"):
+        return "had" if following.tag_ == "VBN" else "would"
+    if lower in PARTICIPLE_OR_BASE or lower.endswith("eed"):
+        return None  # "I'd put", "I'd agreed" / "I'd need": either
+    if _may_be_participle(following, tagged):
+        return "had"
+    if lower in WOULD_NEXT or (following.is_alpha and lower not in FUNCTION_WORDS and lower not in PRONOUNS):
+        return "would"
+    return None
+
+
+def _verb_after(clitic: "Token") -> Optional["Token"]:
+    """The first word after a clitic past adverbs like "not" (None at the end
+    of the text or before punctuation)."""
+    doc = clitic.doc
+    for i in range(clitic.i + 1, len(doc)):
+        token = doc[i]
+        if _apostrophes(token.lower_) in CLITIC_ADVERBS:
+            continue
+        return token if token.is_alpha else None
+    return None
+
+
+def _may_be_participle(token: "Token", tagged: bool) -> bool:
+    if tagged and token.tag_:
+        return token.tag_ == "VBN"
+    lower = token.lower_
+    return lower in PARTICIPLES or (lower.endswith("ed") and len(lower) > 3)
+
+
+def _is_plural(representative: "Span", tagged: bool, parsed: bool) -> bool:
+    """Whether the name is plural: its head part is coordinated ("Carrano
+    and Biewener", not "the Department of Trade and Industry"), or its head
+    is tagged NNS/NNPS (Number=Plur); without a tagger, a head that is not a
+    proper noun and ends in s ("the kids"; not "James", "the bus"), or one
+    of a few plurals like "people". The head part is the words before "of",
+    "who", a comma, ... ("the members | of the club"), the head its last
+    word, or the parse's root when there is a parse."""
+    part = _head_part(representative)
+    if parsed:
+        head = representative.root
+        if any(child.dep_ == "conj" for child in head.children):
+            return True
+    else:
+        if any(token.lower_ in ("and", "&") for token in part):
+            return True
+        words = [token for token in part if token.is_alpha]
+        head = words[-1] if words else part[-1]
+    if tagged and head.tag_:
+        return head.tag_ in ("NNS", "NNPS")
+    number = head.morph.get("Number")
+    if number:
+        return number == ["Plur"]
+    lower = head.lower_
+    if lower in PLURAL_WORDS:
+        return True
+    if head.is_title and lower not in FUNCTION_WORDS:
+        return False  # a name
+    return lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS)
+
+
+def _head_part(span: "Span") -> "Span":
+    for k in range(1, len(span)):
+        if span[k].lower_ in HEAD_STOPS:
+            return span[:k]
+    return span
 
 
 def _case(text: str, representative: "Span", tagged: bool, *, start_of_sentence: bool) -> str:
@@ -290,7 +548,7 @@ def _sentence_starts(doc: "Doc") -> set:
     for token in doc:
         if token.text in SENTENCE_END:
             after_end = True
-        elif after_end and token.text not in quotes:
+        elif after_end and token.text not in quotes and not token.is_space:
             starts.add(token.i)
             after_end = False
     return starts

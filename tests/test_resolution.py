@@ -2,6 +2,8 @@
 records (spacy_memcoref.entities): every rule with hand-written expected
 strings, offsets back to the source on real documents, and bad clusters."""
 import random
+import re
+import time
 
 import numpy
 import pytest
@@ -11,7 +13,7 @@ from spacy.tokens import Doc
 import spacy_memcoref
 from spacy_memcoref import entities, resolve
 from spacy_memcoref.corpora.conll import read_conll_docs
-from spacy_memcoref.resolution import PRONOUNS
+from spacy_memcoref.resolution import CLITICS, PRONOUNS, SUBJECT_OBJECT, representative_name, representative_of
 
 NLP = spacy.blank("en")
 
@@ -189,6 +191,139 @@ def test_representative_with_a_pronoun_inside_is_inserted_as_written():
     assert resolve(doc).text == "John called John's mother. His mother was happy."
 
 
+# ----- possessive representatives, clitics, nested mentions, empty names --------------
+
+
+def test_a_possessive_representative_is_named_without_its_marker():
+    doc = by_words("Mary's dog barked. Mary said the dog was hers.", [(("Mary", 0), 2), ("Mary", 1), ("hers", 0)])
+    assert resolve(doc).text == "Mary's dog barked. Mary said the dog was Mary's."
+    doc = by_words("Dvořák's music moved him. He wanted his son to play.", [(("Dvořák", 0), 2), ("him", 0), ("He", 0), ("his", 0)])
+    assert resolve(doc).text == "Dvořák's music moved Dvořák. Dvořák wanted Dvořák's son to play."
+    # OntoGUM's tokens: the marker is a word of its own, after a space
+    words = ["the", "jury", "'s", "verdict", "came", ".", "Then", "they", "said", "no", "to", "their", "lawyer", "."]
+    doc = make_doc(None, [[(0, 3), (7, 8), (11, 12)]], words=words)
+    assert resolve(doc).text == "the jury 's verdict came . Then the jury said no to the jury's lawyer ."
+    # a curly marker glued to its word (a Doc made from words), and a plural's bare apostrophe
+    doc = make_doc(None, [[(0, 1), (4, 5)]], words=["Mary’s", "dog", "barked", ".", "She", "smiled", "."])
+    assert resolve(doc).text == "Mary’s dog barked . Mary smiled ."
+    doc = by_words("The kids' ball rolled away. They ran after their ball.", [(("The", 0), 3), ("They", 0), ("their", 0)])
+    assert resolve(doc).text == "The kids' ball rolled away. The kids ran after the kids' ball."
+
+
+def test_a_name_ending_in_s_takes_a_bare_apostrophe():
+    doc = by_words("James's car broke. He fixed his car.", [(("James", 0), 2), ("He", 0), ("his", 0)])
+    assert resolve(doc).text == "James's car broke. James fixed James' car."
+    assert representative_name(doc.spans["coref_clusters_1"][0]) == "James"
+
+
+def test_a_closing_quote_is_not_a_possessive_marker():
+    doc = by_words("We watched 'The Simpsons' . It was funny.", [(("'", 0), 4), ("It", 0)])
+    assert resolve(doc).text == "We watched 'The Simpsons' . 'The Simpsons' was funny."
+
+
+def test_a_pronoun_before_a_clitic_is_written_out_with_it():
+    cases = [
+        ("Alice is here. I'm tired.", [("Alice", 0), ("I", 0)], "Alice is here. Alice is tired."),
+        ("The kids are late. They're at school.", [(("The", 0), 2), ("They", 0)], "The kids are late. The kids are at school."),
+        ("Bob called. You've won, he said.", [("Bob", 0), ("You", 0)], "Bob called. Bob has won, he said."),
+        ("The kids called. You've won, I said.", [(("The", 0), 2), ("You", 0)], "The kids called. The kids have won, I said."),
+        ("The company grew. They're big now.", [(("The", 0), 2), ("They", 0)], "The company grew. The company is big now."),
+        # "you" and "they" agree with the name's head part
+        (
+            "The members of the club met. They're here.",
+            [(("The", 0), 5), ("They", 0)],
+            "The members of the club met. The members of the club are here.",
+        ),
+        (
+            "The man who saw Bob and Ann met us. They're here.",
+            [(("The", 0), 7), ("They", 0)],
+            "The man who saw Bob and Ann met us. The man who saw Bob and Ann is here.",
+        ),
+        ("James came. You're late.", [("James", 0), ("You", 0)], "James came. James is late."),
+        ("Bob called. He'll come.", [("Bob", 0), ("He", 0)], "Bob called. Bob will come."),
+        ("The car is red. It's fast.", [(("The", 0), 2), ("It", 0)], "The car is red. The car is fast."),
+        ("Bob left. He's not been back.", [("Bob", 0), ("He", 0)], "Bob left. Bob has not been back."),
+        ("Bob smiled. He'd like tea.", [("Bob", 0), ("He", 0)], "Bob smiled. Bob would like tea."),
+        ("Bob smiled. He'd been there.", [("Bob", 0), ("He", 0)], "Bob smiled. Bob had been there."),
+        ("Bob and Ann left. They’re here.", [(("Bob", 0), 3), ("They", 0)], "Bob and Ann left. Bob and Ann are here."),
+        ("Alice is here. Im tired.", [("Alice", 0), ("I", 0)], "Alice is here. Alice is tired."),
+        ("Alice is here. I can't stay.", [("Alice", 0), ("I", 0)], "Alice is here. Alice can't stay."),
+    ]
+    for text, cluster, expected in cases:
+        doc = by_words(text, cluster)
+        assert resolve(doc).text == expected, text
+    # OntoGUM's tokens: the clitic a word of its own; the edit covers both
+    words = ["Alice", "wrote", ":", "I", "'m", "tired", "."]
+    result = resolve(make_doc(None, [[(0, 1), (3, 4)]], words=words))
+    assert result.text == "Alice wrote : Alice is tired ."
+    assert [(e.source, e.text) for e in result.edits] == [((14, 18), "Alice is")]
+    assert result.to_source(14, 22) == (14, 18)
+
+
+def test_a_pronoun_before_an_ambiguous_clitic_is_left_alone():
+    for text in ("Bob left. He's gone.", "Bob left. He's finished it.", "Bob smiled. He'd put it there.", "Bob smiled. He'd –"):
+        doc = by_words(text, [("Bob", 0), ("He", 0)])
+        assert resolve(doc).text == text and resolve(doc).edits == []
+    # an object form before "'s" is not its subject
+    doc = by_words("Alice came. The book is her's.", [("Alice", 0), ("her", 0)])
+    assert resolve(doc).text == "Alice came. The book is her's."
+
+
+def test_no_replacement_reads_as_a_name_with_a_clitic():
+    doc = by_words(
+        "Alice and Bob met the kids. I'm Alice. You're Bob. They're here. We've come. You'd go. They'll stay.",
+        [("Alice", 0), ("I", 0)],
+        [("Bob", 0), ("You", 0), ("You", 1)],
+        [(("the", 0), 2), ("They", 0), ("They", 1)],
+        [(("Alice", 0), 3), ("We", 0)],
+    )
+    text = resolve(doc).text
+    assert text == (
+        "Alice and Bob met the kids. Alice is Alice. Bob is Bob. The kids are here. Alice and Bob have come. "
+        "Bob would go. The kids will stay."
+    )
+    assert not re.search(r"\w['’](m|re|s|ve|d|ll)\b", text)
+
+
+def test_a_mention_inside_its_own_representative_is_kept():
+    doc = by_words("Her mother said she was tired.", [(("Her", 0), 2), ("Her", 0), ("she", 0)])
+    assert resolve(doc).text == "Her mother said her mother was tired."
+    doc = by_words("The man who saw him said he left.", [(("The", 0), 5), ("him", 0), ("he", 0)])
+    assert resolve(doc).text == "The man who saw him said the man who saw him left."
+
+
+def test_a_representative_holds_a_word_character():
+    doc = NLP("Alice left.\n\nShe came back.")
+    assert doc[3].text == "\n\n"
+    doc.spans["coref_clusters_1"] = [doc[3:4], doc[4:5]]
+    assert resolve(doc).text == doc.text  # not "Alice left.\n\n came back."
+    doc.spans["coref_clusters_1"] = [doc[3:4], doc[2:3], doc[4:5]]
+    assert resolve(doc).text == doc.text  # nor "."
+    doc = NLP("The woman left.\n\nShe came back.")
+    assert doc[4].text == "\n\n"
+    doc.spans["coref_clusters_1"] = [doc[4:5], doc[0:2], doc[5:6]]
+    assert resolve(doc).text == "The woman left.\n\nThe woman came back."
+    assert representative_of(list(doc.spans["coref_clusters_1"]), False).text == "The woman"
+    # "'s" is "us" in "Let's": a clitic, not a name
+    doc = by_words("Let's go to our car.", [("'s", 0), ("our", 0)])
+    assert resolve(doc).text == "Let's go to our car."
+
+
+def test_to_source_takes_integers_and_refuses_bools():
+    doc = by_words("Alice lost her keys.", [("Alice", 0), ("her", 0)])
+    result = resolve(doc)
+    assert result.to_source(numpy.int64(11), numpy.int64(18)) == (11, 14)
+    assert result.to_source(numpy.int32(1), 3) == (1, 3)
+    assert all(type(v) is int for v in result.to_source(numpy.int64(1), numpy.uint8(3)))
+    for bad in ((True, 3), (0, True), (False, False)):
+        with pytest.raises(ValueError, match="not a bool"):
+            result.to_source(*bad)
+    with pytest.raises(ValueError, match="integer"):
+        result.to_source(numpy.float64(1.0), 3)
+    with pytest.raises(ValueError, match=r"got \(3, 2\)"):
+        result.to_source(numpy.int64(3), numpy.int64(2))
+
+
 # ----- offsets back to the source ---------------------------------------------------
 
 
@@ -255,6 +390,7 @@ def _random_clusters(doc, rng):
     return clusters
 
 
+@pytest.mark.shared_data
 def test_to_source_on_real_documents_with_random_clusters(shared_data):
     rng = random.Random(0)
     path = shared_data / "ontogum" / "dev"
@@ -276,11 +412,75 @@ def test_to_source_on_real_documents_with_random_clusters(shared_data):
                 assert result.text[edit.target_start : edit.target_end] == edit.text
                 assert result.to_source(edit.target_start, edit.target_end) == edit.source
                 replaced = doc.char_span(edit.source_start, edit.source_end)
-                assert replaced is not None and len(replaced) == 1 and replaced[0].lower_ in PRONOUNS
+                assert replaced is not None and replaced[0].lower_ in PRONOUNS
+                # one pronoun, or a pronoun and the clitic written out with it ("I 'm" -> "Alice is")
+                assert len(replaced) == 1 or (len(replaced) == 2 and _straight(replaced[1].lower_) in CLITICS)
                 inside[edit.target_start : edit.target_end] = True
             for p in numpy.flatnonzero(~inside[:-1]):
                 q, q_end = result.to_source(int(p), int(p) + 1)
                 assert q_end == q + 1 and doc.text[q] == result.text[p]
+
+
+def _straight(text):
+    return text.replace("’", "'")
+
+
+@pytest.fixture(scope="module")
+def gold_docs(shared_data):
+    """OntoGUM's gold documents, dev and train, read once."""
+    docs = []
+    for split in ("dev", "train"):
+        docs += read_conll_docs(_require_dir(shared_data / "ontogum" / split), NLP.vocab)
+    return docs
+
+
+def _require_dir(path):
+    if not path.is_dir():
+        pytest.skip(f"OntoGUM gold CoNLL files not found at {path}")
+    return path
+
+
+@pytest.mark.shared_data
+def test_gold_clusters_resolve_cleanly(gold_docs):
+    """Every OntoGUM gold cluster (dev and train): no double possessive
+    ("the jury 's'"), no name with its marker in place of a personal pronoun
+    ("the jury 's said"), no replacement followed by a clitic ("Alice 'm"),
+    no empty name, no rewrite inside the mention's own representative."""
+    started = time.perf_counter()
+    assert len(gold_docs) > 100
+    n_edits = n_clitics = n_possessive_names = 0
+    for doc in gold_docs:
+        result = resolve(doc)
+        inside_representative = set()
+        for key in [k for k in doc.spans if k.startswith("coref_clusters_")]:
+            mentions = sorted(doc.spans[key], key=lambda s: (s.start, -s.end))
+            representative = representative_of(mentions, False)
+            if representative is None:
+                continue
+            assert re.search(r"\w", representative_name(representative, False))
+            n_possessive_names += _straight(representative[-1].text) in ("'s", "'") and len(representative) > 1
+            for m in mentions:
+                if representative.start <= m.start and m.end <= representative.end and m != representative:
+                    inside_representative.add(m[0].idx)
+        for edit in result.edits:
+            n_edits += 1
+            replaced = doc.char_span(edit.source_start, edit.source_end)
+            assert replaced is not None, edit
+            context = f"{doc.user_data['doc_id']}: {replaced.text!r} -> {edit.text!r}"
+            assert re.search(r"\w", edit.text), context
+            assert not re.search(r"['’]s?\s*['’]s?$", edit.text), context  # "Mary's'", "Mary 's'"
+            if len(replaced) == 2:
+                n_clitics += 1
+                assert _straight(replaced[1].lower_) in CLITICS, context
+                assert edit.text.split()[-1] in ("is", "are", "has", "have", "will", "would", "had"), context
+            elif replaced[0].lower_ in SUBJECT_OBJECT:
+                assert not re.search(r"['’]s?$", edit.text), context  # "the jury 's said"
+            following = doc[replaced.end] if replaced.end < len(doc) else None
+            assert following is None or _straight(following.lower_) not in CLITICS, context
+            assert edit.source_start not in inside_representative, context
+    # the patterns were there to be found: possessive names and clitics in the gold clusters
+    assert n_edits > 1000 and n_clitics > 100 and n_possessive_names > 10
+    assert time.perf_counter() - started < 30
 
 
 # ----- entity records -----------------------------------------------------------------
@@ -307,14 +507,35 @@ def test_entity_records():
     assert first.to_dict()["mentions"][0] == {"start": 0, "end": 2, "start_char": 0, "end_char": 13, "text": "The president"}
 
 
+def _s2e_config():
+    """A small s2e with a CNN tok2vec (test_s2e's setup; tests do not import
+    each other)."""
+    from tok2vec_config import cnn_tok2vec
+
+    tok2vec = cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3)
+    return {
+        "model": {
+            "@architectures": "spacy_memcoref.S2E.v1",
+            "hidden_size": 64,
+            "dropout": 0.0,
+            "max_width": 10,
+            "top_lambda": 0.4,
+            "max_antecedents": None,
+            "use_speakers": True,
+            "head_lr_scale": 1.0,
+            "chunk_size": 512,
+            "mention_loss_weight": 1.0,
+            "tok2vec": tok2vec,
+        }
+    }
+
+
 def test_entity_vectors_are_the_mean_over_mention_heads():
     from thinc.api import fix_random_seed
 
-    from test_s2e import s2e_config
-
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.add_pipe("memcoref", config=_s2e_config())
     nlp.initialize()
     doc = by_words("The old president spoke. Obama said he was tired.", [(("The", 0), 3), ("he", 0)])
     doc = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
