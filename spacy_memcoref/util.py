@@ -1,6 +1,7 @@
 """Small helpers shared by the readers, the converters and the CLI."""
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Tuple, Union
@@ -14,6 +15,39 @@ def _naming(err: OSError, path: Path) -> OSError:
         return type(err)(err.errno, err.strerror or str(err), str(path))
     except TypeError:  # an OSError subclass with another constructor
         return OSError(err.errno, err.strerror or str(err), str(path))
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it; it is set back at once)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+@contextlib.contextmanager
+def atomic_output_dir(path: Union[str, Path]) -> Iterator[Path]:
+    """Yield a temporary folder beside `path`; move it into place only on success.
+
+    A folder written half-way (a pipeline whose save failed) must never look
+    like a finished one. mkdtemp makes the folder private (0700); it gets the
+    mode a plain mkdir would give (0777 less the umask) before it is moved,
+    so the result reads like any other folder the user writes.
+
+    path (Union[str, Path]): the final folder: new, or an empty folder (replaced).
+    YIELDS (Path): the temporary folder to write into.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~current_umask())
+        if path.is_dir():
+            path.rmdir()  # empty, or this raises rather than lose anything
+        tmp.rename(path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager
@@ -40,9 +74,7 @@ def atomic_output(path: Union[str, Path]) -> Iterator[Path]:
         try:
             yield tmp_path
             # mkstemp makes the file private (0600); give it the usual umask mode
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp_path, 0o666 & ~umask)
+            os.chmod(tmp_path, 0o666 & ~current_umask())
             os.replace(tmp_path, path)
         except OSError as err:
             if str(tmp_path) not in (err.filename, err.filename2):
@@ -65,20 +97,42 @@ def same_file(first: Union[str, Path], second: Union[str, Path]) -> bool:
     return first.resolve() == second.resolve()
 
 
-def refuse_overwriting_input(inputs: Iterable[Union[str, Path]], output: Union[str, Path]) -> None:
-    """Raise when the output path is one of the inputs: writing it would
-    destroy the input.
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path` lies below `folder` (both resolved, so "x/../x/y" and
+    a symbolic link to the folder count)."""
+    return folder.resolve() in path.resolve().parents
 
-    inputs (Iterable[Union[str, Path]]): the files a command reads.
-    output (Union[str, Path]): the file it writes.
+
+def _refuse(output: Path, reason: str) -> None:
+    raise DataFormatError(output, None, f"{reason}; give another output path")
+
+
+def refuse_overwriting_input(inputs: Iterable[Union[str, Path]], output: Union[str, Path]) -> None:
+    """Raise when the output path and an input path are the same or one lies
+    inside the other: writing the output would destroy or change what is
+    read (a DocBin written over a corpus file, a file written into the
+    folder a converter searches, a pipeline written into the pipeline it
+    copies, a folder of inputs replaced by a file). The one home of this
+    rule for every command that reads files and writes one.
+
+    inputs (Iterable[Union[str, Path]]): the files, and the folders whose
+        files, a command reads (for a folder it searches: the folder).
+    output (Union[str, Path]): the file or folder it writes.
     RAISES DataFormatError: naming the output and the input.
     """
-    for source in inputs:
+    output = Path(output)
+    sources = [Path(source) for source in inputs]
+    # the most precise reason first: a file that is read is named as such,
+    # even when the folder it was found in is an input too
+    for source in sources:
         if same_file(source, output):
-            raise DataFormatError(
-                output, None, f"the output is also the input {source}: writing it would destroy the input; "
-                "give another output path"
-            )
+            _refuse(output, f"the output is also the input {source}: writing it would destroy the input")
+    for source in sources:
+        if source.is_dir() and _inside(output, source):
+            _refuse(output, f"the output is inside the input folder {source}: writing it would change the input")
+        if _inside(source, output):
+            _refuse(output, f"the output is a folder that holds the input {source}: writing it would destroy the input")
+
 
 
 def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:

@@ -426,3 +426,83 @@ def test_shared_corpus_round_trip_scores_100(corpus, shared_data, conll_scorer, 
     print(
         f"\n{corpus}: {stats}; convert {t1 - t0:.1f}s, export {t2 - t1:.1f}s, perl scorer {t3 - t2:.1f}s; {results}"
     )
+
+
+# --------------------------------------------------------------------------- #
+# Masked documents (GUM's Reddit text), outputs inside the input
+# --------------------------------------------------------------------------- #
+
+
+def _conll_2012(doc_id: str, words: List[str], corefs: List[str]) -> str:
+    """One document in OntoGUM's CoNLL-2012 form (12 columns, part 000)."""
+    rows = [f"#begin document ({doc_id}); part 000"]
+    rows += [f"{doc_id}\t0\t{i}\t{w}\tX\t-\t-\t-\t-\t-\t*\t{c}" for i, (w, c) in enumerate(zip(words, corefs))]
+    return "\n".join(rows + ["#end document", ""])
+
+
+TEXT = "Why did she throw it ? She said it slipped .".split()
+COREF = ["-", "-", "(1)", "-", "(2)", "-", "(1)", "-", "(2)", "-", "-"]
+
+
+def _one_line(result) -> str:
+    """The CLI's output, checked to be one line (an error, not a traceback)."""
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_masked_documents_are_skipped_and_counted(tmp_path):
+    # GUM masks every character: "Why" -> "___", lengths kept
+    masked = ["_" * len(w) for w in TEXT]
+    path = _write(tmp_path, "in/mixed.conll", _conll_2012("GUM_reddit_x", masked, COREF) + _conll_2012("GUM_news_y", TEXT, COREF))
+    stats = conll_to_docbin(path, tmp_path / "out.spacy")
+    assert stats.docs == 1 and stats.masked == ["GUM_reddit_x"]
+    assert "1 docs" in str(stats) and "1 masked documents skipped (GUM_reddit_x)" in str(stats)
+    docs = list(DocBin().from_disk(tmp_path / "out.spacy").get_docs(spacy.blank("en").vocab))
+    assert [d.user_data["doc_id"] for d in docs] == ["GUM_news_y"]
+    # a real text with a few "_" words is no masked document
+    blanks = ["_" if i in (1, 7) else w for i, w in enumerate(TEXT)]
+    path = _write(tmp_path, "in/blanks.conll", _conll_2012("GUM_news_z", blanks, COREF))
+    assert conll_to_docbin(path, tmp_path / "blanks.spacy").docs == 1
+    # only masked documents: refused in one line, nothing written
+    path = _write(tmp_path, "in/masked.conll", _conll_2012("GUM_reddit_x", masked, COREF))
+    result = CliRunner().invoke(app, ["convert", "conll", str(path), str(tmp_path / "m.spacy")])
+    assert result.exit_code == 1 and "all 1 documents are masked" in _one_line(result)
+    assert not (tmp_path / "m.spacy").exists()
+    # most words masked, not all: refused (a document restored in part)
+    partly = masked[:-2] + TEXT[-2:]
+    path = _write(tmp_path, "in/partly.conll", _conll_2012("GUM_reddit_p", partly, COREF))
+    with pytest.raises(DataFormatError, match=r"partly.conll:1: 9 of 11 words are only underscores"):
+        conll_to_docbin(path, tmp_path / "p.spacy")
+
+
+@pytest.mark.shared_data
+def test_real_masked_documents_are_never_written(shared_data, tmp_path):
+    """GUM's own masked Reddit documents, as CoNLL-2012 files (their words and
+    brackets in 12 columns), and as GUM's three-column files."""
+    masked = shared_data / "ontogum_masked" / "conll"
+    names = sorted(p.stem for p in masked.glob("*.conll"))
+    for name in names:
+        lines = [line.split("\t") for line in (masked / f"{name}.conll").read_text(encoding="utf8").splitlines()]
+        words, corefs = zip(*[(f[1], f[2]) for f in lines if len(f) == 3])
+        _write(tmp_path, f"in/{name}.v4_gold_conll", _conll_2012(name, list(words), [c.replace("_", "-") for c in corefs]))
+    out = tmp_path / "out.spacy"
+    result = CliRunner().invoke(app, ["convert", "conll", str(tmp_path / "in"), str(out)])
+    assert result.exit_code == 1 and "all 4 documents are masked" in _one_line(result)
+    assert all(name in result.output for name in names) and not out.exists()
+    # GUM's native three-column file: not CoNLL-2012, and the error says which converter reads it
+    result = CliRunner().invoke(app, ["convert", "conll", str(masked / f"{names[0]}.conll"), str(out)])
+    assert result.exit_code == 1 and "3 columns" in _one_line(result)
+    assert "with `convert ontogum`" in result.output and not out.exists()
+
+
+def test_output_inside_the_input_folder_is_refused(tmp_path):
+    _write(tmp_path, "corpus/a.conll", _conll_2012("doc_a", TEXT, COREF))
+    corpus = tmp_path / "corpus"
+    runner = CliRunner()
+    for output in (corpus / "a.spacy", corpus / "sub" / "a.spacy", corpus, corpus / "a.conll"):
+        result = runner.invoke(app, ["convert", "conll", str(corpus), str(output)])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), output
+        assert "the output is" in _one_line(result) and "give another output path" in result.output
+    assert sorted(p.name for p in corpus.rglob("*")) == ["a.conll"]
+    assert runner.invoke(app, ["convert", "conll", str(corpus), str(tmp_path / "a.spacy")]).exit_code == 0

@@ -146,3 +146,62 @@ def test_int8_is_refused_on_a_gpu_and_quantizing_is_all_or_nothing():
     fresh.load_state_dict(qstate)
     x = torch.randn(4, 8)
     assert torch.equal(fresh(x), module(x))
+
+
+@pytest.fixture(scope="module")
+def tiny_float_model(tiny_mpnet, tmp_path_factory):
+    """An untrained s2e pipeline on a small random MPNet, saved: enough for
+    the command's checks (quantize needs a transformer, not a good model)."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet)}))
+    nlp.initialize(lambda: make_examples(nlp))
+    path = tmp_path_factory.mktemp("tiny_float") / "model"
+    nlp.to_disk(path)
+    return path
+
+
+def _error_line(result) -> str:
+    """The command's one-line error (not a traceback)."""
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def tiny_int8_model(tiny_float_model, tmp_path_factory):
+    """`quantize` of the tiny pipeline under umask 022: (OUTPUT, its parent)."""
+    import os
+
+    parent = tmp_path_factory.mktemp("tiny_int8")
+    before = os.umask(0o022)
+    try:
+        result = CliRunner().invoke(app, ["quantize", str(tiny_float_model), str(parent / "int8")])
+    finally:
+        os.umask(before)
+    assert result.exit_code == 0, result.output
+    return parent / "int8", parent
+
+
+def test_quantize_gives_its_folder_the_umask_mode(tiny_int8_model):
+    out, parent = tiny_int8_model
+    # the mode of any folder the user makes (0755 under umask 022), not mkdtemp's private 0700
+    assert out.stat().st_mode & 0o777 == 0o755
+    assert not list(parent.glob(".int8.*"))
+
+
+def test_quantize_refuses_an_int8_pipeline_by_name(tiny_int8_model):
+    out, parent = tiny_int8_model
+    message = _error_line(CliRunner().invoke(app, ["quantize", str(out), str(parent / "twice")]))
+    assert f"{out} is already an int8 pipeline" in message and "float32 source" in message
+    assert not (parent / "twice").exists()
+
+
+def test_quantize_refuses_to_write_into_its_source(tiny_float_model):
+    runner = CliRunner()
+    before = sorted(p.relative_to(tiny_float_model) for p in tiny_float_model.rglob("*"))
+    for output in (tiny_float_model / "int8", tiny_float_model / "memcoref" / "int8", tiny_float_model):
+        message = _error_line(runner.invoke(app, ["quantize", str(tiny_float_model), str(output)]))
+        assert f"the input {tiny_float_model}" in message or f"the input folder {tiny_float_model}" in message, message
+    assert sorted(p.relative_to(tiny_float_model) for p in tiny_float_model.rglob("*")) == before

@@ -2,6 +2,7 @@
 the same Docs as OntoGUM's CoNLL-2012 files (checked on the 148 shared
 documents), masked Reddit documents skipped and counted, splits.md, and bad
 input named by file and line."""
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,20 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
-from spacy_memcoref.corpora.conll import read_conll_docs
-from spacy_memcoref.corpora.ontogum import ontogum_to_docbin, read_ontogum_doc, read_splits
+from spacy_memcoref.corpora.conll import is_masked, read_conll_docs
+from spacy_memcoref.corpora.ontogum import _read_sentences, _read_three_columns, ontogum_to_docbin, read_ontogum_doc, read_splits
 from spacy_memcoref.doc_helpers.clusters import token_clusters
 from spacy_memcoref.errors import DataFormatError
 
 NLP = spacy.blank("en")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _one_line(result) -> str:
+    """The CLI's output, checked to be one line (an error, not a traceback)."""
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
 
 CONLL = """# begin document
 0\tAlice\t(1)
@@ -75,15 +84,32 @@ def test_multiword_ranges_and_empty_nodes_are_not_tokens(tmp_path):
     assert len(doc) == 9
 
 
-def test_masked_documents_are_skipped_and_counted(tmp_path):
-    masked = "".join(
-        line if line.startswith("#") else "\t".join([line.split("\t")[0], "_", line.split("\t")[2]])
-        for line in CONLL.splitlines(keepends=True)
+def _mask(word: str) -> str:
+    """GUM's masking of Reddit text: every character an underscore, the length kept."""
+    return "_" * len(word)
+
+
+def _masked_conll(conll: str) -> str:
+    return "".join(
+        line if line.startswith("#") else "\t".join([line.split("\t")[0], _mask(line.split("\t")[1]), line.split("\t")[2]])
+        for line in conll.splitlines(keepends=True)
     )
-    masked_conllu = _conllu([["_"] * 5, ["_"] * 4])
+
+
+def _masked_conllu(sentences, doc_id="GUM_test_doc") -> str:
+    """FORM masked character by character, LEMMA not (as GUM ships them)."""
+    text = _conllu(sentences, doc_id)
+    return "\n".join(
+        "\t".join([f[0], _mask(f[1]), *f[2:]]) if len(f) == 10 else line
+        for line, f in ((line, line.split("\t")) for line in text.split("\n"))
+    )
+
+
+def test_masked_documents_are_skipped_and_counted(tmp_path):
+    assert _masked_conll(CONLL).splitlines()[1] == "0\t_____\t(1)"  # "Alice": five underscores, as GUM masks it
     root = _corpus(
         tmp_path / "og",
-        {"GUM_reddit_x": (masked, masked_conllu), "GUM_news_y": (CONLL, _conllu(SENTENCES))},
+        {"GUM_reddit_x": (_masked_conll(CONLL), _masked_conllu(SENTENCES)), "GUM_news_y": (CONLL, _conllu(SENTENCES))},
     )
     out = tmp_path / "out.spacy"
     result = CliRunner().invoke(app, ["convert", "ontogum", str(root), str(out)])
@@ -91,6 +117,71 @@ def test_masked_documents_are_skipped_and_counted(tmp_path):
     assert "1 docs" in result.output and "1 masked documents skipped (GUM_reddit_x)" in result.output
     docs = list(DocBin().from_disk(out).get_docs(NLP.vocab))
     assert [d.user_data["doc_id"] for d in docs] == ["GUM_news_y"]
+
+
+def test_a_few_underscore_words_do_not_make_a_document_masked(tmp_path):
+    # a real text may hold "_" tokens (a blank to fill in, a line); it is converted as it is
+    conll = CONLL.replace("2\tthe\t(2", "2\t_\t(2").replace("6\tthanked", "6\t___")
+    sentences = [["Alice", "met", "_", "doctor", "."], ["She", "___", "her", "."]]
+    root = _corpus(tmp_path, {"GUM_test_doc": (conll, _conllu(sentences))})
+    doc = read_ontogum_doc(root / "conll" / "GUM_test_doc.conll", root / "conllu" / "GUM_test_doc.conllu", NLP.vocab)
+    assert [t.text for t in doc] == "Alice met _ doctor . She ___ her .".split()
+    # most words masked but not all: a document restored in part is refused, not trained on
+    partly = _masked_conll(CONLL).replace("0\t_____", "0\tAlice")
+    root = _corpus(tmp_path / "p", {"GUM_test_doc": (partly, _conllu(SENTENCES))})
+    with pytest.raises(DataFormatError, match=r"GUM_test_doc\.conll:1: 8 of 9 words are only underscores"):
+        ontogum_to_docbin(root, tmp_path / "out.spacy")
+    assert not (tmp_path / "out.spacy").exists()
+
+
+def test_the_demo_has_a_masked_document_in_gum_form(tmp_path):
+    demo = REPO / "assets" / "demo" / "ontogum"
+    conll = [line.split("\t") for line in (demo / "conll" / "GUM_reddit_demo.conll").read_text().splitlines() if line[:1].isdigit()]
+    conllu = [line.split("\t") for line in (demo / "conllu" / "GUM_reddit_demo.conllu").read_text().splitlines() if line[:1].isdigit()]
+    # every character masked (lengths kept, so not all one "_"), LEMMA not masked
+    assert all(set(f[1]) == {"_"} for f in conll + conllu) and any(len(f[1]) > 1 for f in conll)
+    assert [f[1] for f in conll] == [f[1] for f in conllu] and all(len(f[2]) == len(f[1]) and "_" not in f[2] for f in conllu)
+    result = CliRunner().invoke(app, ["convert", "ontogum", str(demo), str(tmp_path / "demo.spacy")])
+    assert result.exit_code == 0, result.output
+    assert "10 docs" in result.output and "1 masked documents skipped (GUM_reddit_demo)" in result.output
+
+
+@pytest.mark.shared_data
+def test_real_masked_documents_are_recognised_and_no_real_text_is(shared_data):
+    """GUM's own masked Reddit documents are masked in conll and conllu; none
+    of the 148 unmasked documents is taken for one."""
+    masked, raw = shared_data / "ontogum_masked", shared_data / "ontogum_raw"
+    names = sorted(p.stem for p in (masked / "conll").glob("*.conll"))
+    assert len(names) == 4
+    for name in names:
+        assert is_masked(_read_three_columns(masked / "conll" / f"{name}.conll").words), name
+        assert is_masked(_read_sentences(masked / "conllu" / f"{name}.conllu", name)[0]), name
+    raw_names = sorted(p.stem for p in (raw / "conll").glob("*.conll"))
+    assert len(raw_names) == 148
+    flagged = [n for n in raw_names if is_masked(_read_three_columns(raw / "conll" / f"{n}.conll").words)]
+    flagged += [n for n in raw_names if is_masked(_read_sentences(raw / "conllu" / f"{n}.conllu", n)[0])]
+    assert flagged == []
+
+
+@pytest.mark.shared_data
+def test_real_masked_documents_are_skipped_and_never_written(shared_data, tmp_path):
+    masked, raw = shared_data / "ontogum_masked", shared_data / "ontogum_raw"
+    mixed = tmp_path / "mixed"
+    for sub, suffix in (("conll", ".conll"), ("conllu", ".conllu")):
+        (mixed / sub).mkdir(parents=True)
+        for source in [*sorted((masked / sub).glob(f"*{suffix}")), raw / sub / f"GUM_news_iodine{suffix}"]:
+            shutil.copy(source, mixed / sub / source.name)
+    stats = ontogum_to_docbin(mixed, tmp_path / "mixed.spacy")
+    assert stats.docs == 1 and len(stats.masked) == 4
+    assert "1 docs" in str(stats) and "4 masked documents skipped (GUM_reddit_callout, GUM_reddit_macroeconomics, " in str(stats)
+    docs = list(DocBin().from_disk(tmp_path / "mixed.spacy").get_docs(NLP.vocab))
+    assert [d.user_data["doc_id"] for d in docs] == ["GUM_news_iodine"]
+    # only masked documents: refused in one line that says so, nothing written
+    out = tmp_path / "masked.spacy"
+    result = CliRunner().invoke(app, ["convert", "ontogum", str(masked), str(out)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert _one_line(result).startswith("error: ") and "all 4 documents are masked" in result.output
+    assert "GUM_reddit_steak" in result.output and not out.exists()
 
 
 def test_splits(tmp_path):
@@ -198,3 +289,47 @@ def test_equals_the_shared_conll_2012_files(shared_data, tmp_path):
         "GUM_court_property": 1,
         "GUM_interview_chomsky": 1,
     }
+
+
+def test_output_inside_the_input_is_refused(tmp_path):
+    root = _corpus(tmp_path / "og", {"GUM_test_doc": (CONLL, _conllu(SENTENCES))})
+    conllu = root / "conllu" / "GUM_test_doc.conllu"
+    before = conllu.read_bytes()
+    splits = tmp_path / "splits.md"
+    splits.write_text("## dev\n  * GUM_test_doc\n", encoding="utf8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(conllu)])
+    assert result.exit_code == 1 and "is inside the input folder" in _one_line(result)
+    assert conllu.read_bytes() == before
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(root)])
+    assert result.exit_code == 1 and "the output is a folder that holds the input" in _one_line(result)
+    assert "Errno" not in result.output
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(splits), "--split", "dev", "--splits", str(splits)])
+    assert result.exit_code == 1 and "the output is also the input" in _one_line(result)
+    assert splits.read_text() == "## dev\n  * GUM_test_doc\n"
+    assert sorted(p.name for p in root.rglob("*")) == ["GUM_test_doc.conll", "GUM_test_doc.conllu", "conll", "conllu"]
+    # beside conll/ and conllu/ is not inside what is read: allowed
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(root / "all.spacy")])
+    assert result.exit_code == 0, result.output
+
+
+def test_an_unknown_language_is_a_one_line_error(tmp_path):
+    root = _corpus(tmp_path / "og", {"GUM_test_doc": (CONLL, _conllu(SENTENCES))})
+    out = tmp_path / "out.spacy"
+    runner = CliRunner()
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(out), "--lang", "zz"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "unknown language code 'zz' (--lang)" in _one_line(result)
+    assert not out.exists()
+
+
+def test_splits_without_a_split_is_refused(tmp_path):
+    # --splits without --split would silently convert every document
+    root = _corpus(tmp_path / "og", {"GUM_test_doc": (CONLL, _conllu(SENTENCES))})
+    out = tmp_path / "out.spacy"
+    runner = CliRunner()
+    splits = tmp_path / "splits.md"
+    splits.write_text("## dev\n  * GUM_test_doc\n", encoding="utf8")
+    result = runner.invoke(app, ["convert", "ontogum", str(root), str(out), "--splits", str(splits)])
+    assert result.exit_code == 1 and "needs --split" in _one_line(result)
+    assert not out.exists()

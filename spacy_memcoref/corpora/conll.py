@@ -22,13 +22,16 @@ Where the scorer would silently misread or die, we raise
 opening, a mention never closed, a cluster id that is not an integer, a
 column count that changes within a document, too few columns, a document that
 never ends, `#end document` without `#begin document`, a token line outside a
-document, an empty file. Nothing is skipped silently.
+document, an empty file. Nothing is skipped silently: a document whose
+words are masked (GUM's Reddit documents, every character an underscore) is
+skipped by the converter and counted in its report, never written as a
+document of underscores.
 """
 import contextlib
 import re
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -55,6 +58,8 @@ _NAME_RE = re.compile(r"^\((.*)\); part (.*)$")
 _ITEM_RE = re.compile(r"\((\d+)\)|\((\d+\+\d)\)|\((\d+)|(\d+)\)")
 _ITEMS_RE = re.compile(r"(?:\(\d+\)|\(\d+\+\d\)|\(\d+|\d+\))+")
 _WS_RE = re.compile(r"\s")
+# GUM masks Reddit text character by character ("why" -> "___")
+MASK_CHAR = "_"
 
 # A parsed cell: (one-token ids, opening ids, closing ids, all ids in the order
 # written). The scorer takes one-token mentions, then openings, then closings.
@@ -211,6 +216,43 @@ def _read_text(path: Path) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _is_mask(word: str) -> bool:
+    return bool(word) and not word.strip(MASK_CHAR)
+
+
+def is_masked(words: Sequence[str]) -> bool:
+    """Whether a document's words are masked as GUM masks the Reddit text it
+    may not distribute: every character of every word replaced with "_", so
+    "why" becomes "___" (lengths kept). A real text may hold a few "_" tokens
+    (a blank to fill in, an underscore line), never only them; an empty word
+    (one in V11.1.0's GUM_news_iodine) says nothing either way.
+
+    words (Sequence[str]): the document's words.
+    RETURNS (bool): True when there is a word and every non-empty one is underscores only.
+    """
+    seen = False
+    for word in words:
+        if word and not _is_mask(word):
+            return False
+        seen = seen or bool(word)
+    return seen
+
+
+def check_not_partly_masked(words: Sequence[str], path: Path, line: Optional[int]) -> None:
+    """Refuse a document of which most, but not all, words are masked: a
+    Reddit document whose text was restored only in part would train on
+    underscores. A real document's few "_" tokens never come near half.
+
+    RAISES DataFormatError: naming the file and the document's line.
+    """
+    n_masked = sum(1 for word in words if _is_mask(word))
+    if n_masked and 2 * n_masked > len(words):
+        raise DataFormatError(
+            path, line, f"{n_masked} of {len(words)} words are only underscores (GUM's masking of Reddit text) but "
+            "not all: a document restored in part? restore its text fully, or leave it masked to have it skipped"
+        )
+
+
 def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
     """Yield the documents of one CoNLL-2012 file, in file order.
 
@@ -304,9 +346,10 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                     path, lineno, f"{raw_cols} columns, but line {n_cols_line} of the same document has {n_cols}"
                 )
         if len(fields) < MIN_COLUMNS:
+            hint = " (OntoGUM's native conll/DOC.conll has 3: convert its folder with `convert ontogum`)" if len(fields) == 3 else ""
             raise DataFormatError(
                 path, lineno, f"{len(fields)} columns; a CoNLL-2012 token line needs at least {MIN_COLUMNS} "
-                "(doc id, part, word number, word, ..., coreference last)"
+                f"(doc id, part, word number, word, ..., coreference last){hint}"
             )
         collector.add(fields[-1], tok, lineno)
         if full:
@@ -437,6 +480,25 @@ def read_conll_docs(path: Union[str, Path], vocab) -> Iterator["Doc"]:
             yield _raw_to_doc(raw, vocab)
 
 
+def masked_report(masked: Sequence[str]) -> str:
+    """The part of a converter's report that says what was skipped as masked
+    (always said, 0 included, so a split's report shows it was checked)."""
+    names = f" ({', '.join(masked)})" if masked else ""
+    return f"{len(masked)} masked documents skipped{names}"
+
+
+def refuse_all_masked(where: Path, masked: Sequence[str]) -> None:
+    """Every document was masked: there is nothing to write, and an empty
+    DocBin would only fail later, in training, far from the cause.
+
+    RAISES DataFormatError: naming the input and the masked documents.
+    """
+    raise DataFormatError(
+        where, None, f"nothing to write: all {len(masked)} documents are masked (GUM's Reddit text, every character "
+        f"an underscore) and were skipped ({', '.join(masked)})"
+    )
+
+
 @dataclass
 class ConllStats:
     files: int = 0
@@ -445,11 +507,12 @@ class ConllStats:
     mentions: int = 0
     clusters: int = 0
     seconds: float = 0.0
+    masked: List[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return (
             f"{self.files} files, {self.docs} docs, {self.tokens} tokens, "
-            f"{self.mentions} mentions, {self.clusters} clusters ({self.seconds:.1f}s)"
+            f"{self.mentions} mentions, {self.clusters} clusters, {masked_report(self.masked)} ({self.seconds:.1f}s)"
         )
 
 
@@ -460,19 +523,23 @@ def conll_to_docbin(input_path: Path, output_path: Path, *, lang: str = "en") ->
         `*_conll` / `*.conll` files (sorted).
     output_path (Path): the .spacy file to write.
     lang (str): language of the blank vocab.
-    RETURNS (ConllStats): files, docs, tokens, mentions, clusters.
-    RAISES DataFormatError: on bad input; no output file is written then.
+    RETURNS (ConllStats): files, docs, tokens, mentions, clusters, and the
+        masked documents skipped.
+    RAISES DataFormatError: on bad input, an output path inside the input,
+        or every document masked; no output file is written then.
     """
     from spacy.tokens import DocBin
 
     t0 = time.perf_counter()
     files = find_conll_files(Path(input_path))
-    refuse_overwriting_input(files, output_path)
+    refuse_overwriting_input([input_path, *files], output_path)
     docbin = DocBin(store_user_data=True)
     stats = ConllStats(files=len(files))
     seen: Dict[Tuple[str, str], Path] = {}
     with _cached_msgpack_extensions():
         _add_docs(files, lang, docbin, stats, seen)
+    if stats.docs == 0 and stats.masked:
+        refuse_all_masked(Path(input_path), stats.masked)
     with atomic_output(output_path) as tmp:
         docbin.to_disk(tmp)
     stats.seconds = time.perf_counter() - t0
@@ -508,6 +575,10 @@ def _add_docs(files: List[Path], lang: str, docbin, stats: "ConllStats", seen: D
                     f"document {quote(doc_name(*key))} is also in {seen[key]}; one document must not appear twice",
                 )
             seen[key] = file
+            if is_masked(raw.words or []):
+                stats.masked.append(raw.doc_id if raw.part.strip("0") == "" else f"{raw.doc_id} part {raw.part}")
+                continue
+            check_not_partly_masked(raw.words or [], file, raw.begin_line)
             docbin.add(_raw_to_doc(raw, vocab))
             stats.docs += 1
             stats.tokens += raw.n_tokens

@@ -8,8 +8,10 @@ multiword ranges or empty nodes); the conll's must match them. The join gives th
 
 The splits come from GUM's `splits.md` ("## train", "## dev", "## test",
 "## test2" headings, one "  * DOC" line a document). Reddit documents ship
-with their words masked ("_"): they are skipped and counted, never read as
-text. Every other problem is a DataFormatError naming the file and line.
+masked: every character of every word replaced with "_" ("why" -> "___"),
+in the conll file and the conllu's FORM column. They are skipped and
+counted, never read as text (`conll.is_masked`). Every other problem is a
+DataFormatError naming the file and line.
 """
 import re
 import time
@@ -18,15 +20,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import DataFormatError, clip, quote
-from ..util import atomic_output
-from .conll import ClusterCollector, _RawDoc, _raw_to_doc, _read_text
+from ..util import atomic_output, refuse_overwriting_input
+from .conll import (
+    ClusterCollector,
+    _make_vocab,
+    _RawDoc,
+    _raw_to_doc,
+    _read_text,
+    check_not_partly_masked,
+    is_masked,
+    masked_report,
+    refuse_all_masked,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc
 
 SPLITS = ("train", "dev", "test", "test2")
 PART = "000"  # the part number of OntoGUM's CoNLL-2012 files
-MASK = "_"
 
 _HEADING_RE = re.compile(r"^##\s+(\S+)\s*$")
 _ITEM_RE = re.compile(r"^\s*[*-]\s+(\S+)\s*$")
@@ -169,8 +180,9 @@ def read_ontogum_doc(conll_path: Path, conllu_path: Path, vocab) -> Optional["Do
     conll_path, conllu_path = Path(conll_path), Path(conllu_path)
     doc_id = conll_path.stem
     three = _read_three_columns(conll_path)
-    if three.words and all(word == MASK for word in three.words):
+    if is_masked(three.words):
         return None
+    check_not_partly_masked(three.words, conll_path, three.begin_line)
     words, starts, speakers = _read_sentences(conllu_path, doc_id)
     if len(words) != len(three.words):
         raise DataFormatError(conllu_path, None, f"{len(words)} tokens, but {conll_path.name} has {len(three.words)}")
@@ -194,10 +206,9 @@ class OntoGUMStats:
     seconds: float = 0.0
 
     def __str__(self) -> str:
-        masked = f", {len(self.masked)} masked documents skipped ({', '.join(self.masked)})" if self.masked else ""
         return (
-            f"{self.docs} docs, {self.tokens} tokens, {self.mentions} mentions, {self.clusters} clusters"
-            f"{masked} ({self.seconds:.1f}s)"
+            f"{self.docs} docs, {self.tokens} tokens, {self.mentions} mentions, {self.clusters} clusters, "
+            f"{masked_report(self.masked)} ({self.seconds:.1f}s)"
         )
 
 
@@ -209,6 +220,9 @@ def ontogum_documents(root: Path, *, split: Optional[str] = None, splits_path: O
     for sub in ("conll", "conllu"):
         if not (root / sub).is_dir():
             raise DataFormatError(root / sub, None, "no such folder: ONTOGUM_DIR must hold conll/ and conllu/ (as coref/ontogum/ in the GUM repository)")
+    if split is None and splits_path is not None:
+        # refused rather than ignored: a user who names splits.md means a split
+        raise ValueError(f"--splits {splits_path} needs --split (train, dev, test or test2): which split to convert?")
     if split is None:
         names = sorted(p.stem for p in (root / "conll").glob("*.conll"))
         if not names:
@@ -219,6 +233,8 @@ def ontogum_documents(root: Path, *, split: Optional[str] = None, splits_path: O
     splits = read_splits(splits_path)
     if split not in splits:
         raise ValueError(f"split {split!r} is not in {splits_path} (it has {', '.join(splits)})")
+    if not splits[split]:
+        raise DataFormatError(splits_path, None, f"split {split!r} lists no document")
     return splits[split]
 
 
@@ -247,15 +263,21 @@ def ontogum_to_docbin(
     split (Optional[str]): train, dev, test or test2 (needs splits_path);
         None: every document.
     RETURNS (OntoGUMStats): what was written and what was skipped.
+    RAISES DataFormatError: bad input, an unknown `lang`, an output path
+        that is or is inside conll/ or conllu/ (or ONTOGUM_DIR itself, or
+        splits.md), every document masked.
+    RAISES ValueError: a split that is not in splits.md, splits.md without a split.
     """
-    import spacy
     from spacy.tokens import DocBin
 
     from ..doc_helpers.clusters import cluster_span_groups
 
     start = time.time()
+    # what is read: the two folders, not ONTOGUM_DIR as a whole (an output beside them is fine)
+    read = [Path(root) / "conll", Path(root) / "conllu", *([splits_path] if splits_path is not None else [])]
+    refuse_overwriting_input(read, output_path)
     names = ontogum_documents(root, split=split, splits_path=splits_path)
-    vocab = spacy.blank(lang).vocab
+    vocab = _make_vocab(lang, Path(root))
     stats = OntoGUMStats()
     docbin = DocBin(store_user_data=True)
     for doc in iter_ontogum_docs(root, names, vocab, stats):
@@ -266,7 +288,7 @@ def ontogum_to_docbin(
         stats.clusters += len(groups)
         stats.mentions += sum(len(g) for g in groups)
     if stats.docs == 0:
-        raise DataFormatError(Path(root), None, f"no document to write ({len(stats.masked)} masked, {len(names)} listed)")
+        refuse_all_masked(Path(root), stats.masked)
     with atomic_output(Path(output_path)) as tmp:
         docbin.to_disk(tmp)
     stats.seconds = time.time() - start
