@@ -1,11 +1,11 @@
-"""Check the project's input data before anything runs, and explain what is
-missing. Exits 1 (and names every problem) when something is wrong; it never
-swaps in other data.
+"""Check the project's input data, and that every step of the workflow can
+run, before anything runs, and explain what is missing. Exits 1 (and names
+every problem) when something is wrong; it never swaps in other data.
 
     python scripts/check_data.py --corpus ontogum \
         --ontogum ONTOGUM_DIR SPLITS_MD TEST_SPLIT --conll TRAIN_DIR DEV_DIR TEST_DIR \
         --gap DEV.tsv VALIDATION.tsv TEST.tsv --people PEOPLE.tsv --litbank LITBANK \
-        --package-build sdist --manifest corpus/ontogum/sources.json
+        --package-build sdist --workflow all --manifest corpus/ontogum/sources.json
 
 - --corpus: s2e's corpus, `ontogum` (public, fetched by `spacy project
   assets`) or `ontonotes` (LDC-licensed, provided by the user). Only the
@@ -24,18 +24,31 @@ swaps in other data.
   `spacy project run` reruns the conversion when it changes.
 - --gap: the GAP TSVs (fetched by `spacy project assets`).
 - --people: the people-counting TSV (ID, text, count; a header row).
-- --package-build: when it asks for a wheel, `build` (or `wheel`) must be
-  installed, as `spacy package --build wheel` needs it; checked here so a
-  long run does not fail at its last step.
+- --package-build: the formats `spacy package --build` is asked for (the
+  project's package_build variable).
+- --workflow (with --project, default project.yml): check that every step of
+  this workflow can run, before the first one does, so a long run does not
+  fail at its last steps: the modules each step's script lines import (the
+  `python -m` modules, the imports of the scripts/ they run, and what a
+  command imports only when it runs: matplotlib for `spacy_memcoref
+  visualize`, Ray for `annotate --engine ray`), `build` for `spacy package`
+  (a wheel needs it; an sdist falls back to the deprecated `setup.py sdist`
+  without it) and the programs a line runs (perl for a `*.pl` scorer). Each
+  missing piece is named with what to install, e.g.
+  `pip install "spacy-memcoref[viz]"`.
 """
 import argparse
+import ast
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 CONLL_SUFFIXES = ("_conll", ".conll")  # what `convert conll` reads
 
@@ -80,6 +93,182 @@ CORPORA = {
         "license": "LDC User Agreement for Non-Members: models trained on it may be restricted; check your license before shipping",
     },
 }
+
+# ----- can every step of the workflow run? -------------------------------------------
+
+DISTRIBUTION = "spacy-memcoref"
+# optional dependencies a command imports only when it runs:
+# (the words after `python -m`, an option and the value that needs it or None, module, extra)
+OPTIONAL_IMPORTS: List[Tuple[Tuple[str, ...], Optional[Tuple[str, str]], str, str]] = [
+    (("spacy_memcoref", "visualize"), None, "matplotlib", "viz"),
+    (("spacy_memcoref", "annotate"), ("--engine", "ray"), "ray", "ray"),
+]
+PACKAGE_EXTRA = "package"  # `build`, which `spacy package` builds sdists and wheels with
+
+
+class Need(NamedTuple):
+    """Something a step needs: kind "module" (importable), "distribution"
+    (installed, by its metadata), "program" (on PATH) or "file"."""
+
+    kind: str
+    name: str
+    step: str
+    why: str
+    extra: Optional[str] = None  # spacy-memcoref's extra that installs it
+    required: bool = True  # False: the step runs without it, the worse way
+
+
+def module_installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def distribution_installed(name: str) -> bool:
+    # as `spacy package` checks `build`: a folder named build/ is no package
+    try:
+        importlib.metadata.version(name)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def _option(tokens: Sequence[str], name: str) -> Optional[str]:
+    for i, token in enumerate(tokens[:-1]):
+        if token == name:
+            return tokens[i + 1]
+        if token.startswith(name + "="):
+            return token.split("=", 1)[1]
+    return None
+
+
+def script_imports(path: Path) -> List[str]:
+    """The top-level modules a Python script imports (absolute imports, anywhere in it)."""
+    tree = ast.parse(path.read_text(encoding="utf8"), filename=str(path))
+    found: List[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top not in found and top != "__future__":
+                found.append(top)
+    return found
+
+
+def line_needs(line: str, step: str, package_build: str, project_dir: Path) -> List[Need]:
+    """What one script line of a step needs. `${vars.*}` in the raw line stay
+    as they are, except spacy package's --build, which is package_build."""
+    tokens = shlex.split(line)
+    if not tokens:
+        return []
+    needs = [Need("program", "perl", step, f"runs {t}") for t in tokens if t.endswith(".pl")]
+    if tokens[0] != "python":
+        return [Need("program", tokens[0], step, f"runs {tokens[0]}")] + needs
+    if len(tokens) > 1 and tokens[1].endswith(".py"):
+        script = project_dir / tokens[1]
+        if not script.is_file():
+            return needs + [Need("file", tokens[1], step, f"runs {tokens[1]}")]
+        needs += [Need("module", m, step, f"{tokens[1]} imports {m}") for m in script_imports(script)]
+        if tokens[1] == "scripts/json_report.py":  # json_report.py OUTPUT COMMAND...
+            needs += line_needs(shlex.join(tokens[3:]), step, package_build, project_dir)
+        elif tokens[1] == "scripts/train.py":  # `spacy train` with the same arguments
+            needs += line_needs(shlex.join(["python", "-m", "spacy", "train", *tokens[2:]]), step, package_build, project_dir)
+        return needs
+    if len(tokens) < 3 or tokens[1] != "-m":
+        return needs
+    words = tokens[2:]
+    needs.append(Need("module", words[0].split(".")[0], step, f"runs python -m {words[0]}"))
+    for command, option, module, extra in OPTIONAL_IMPORTS:
+        if tuple(words[: len(command)]) == command and (option is None or _option(words, option[0]) == option[1]):
+            needs.append(Need("module", module, step, f"`{' '.join(command)}` imports {module}", extra))
+    if words[:2] == ["spacy", "package"]:
+        build = _option(words, "--build") or "sdist"
+        formats = {f.strip() for f in (package_build if "${" in build else build).split(",")}
+        if "wheel" in formats:
+            needs.append(Need("distribution", "build", step, "`spacy package --build wheel` builds the wheel with `build`", PACKAGE_EXTRA))
+        elif "sdist" in formats:
+            needs.append(
+                Need("distribution", "build", step, "`spacy package --build sdist` builds with `build` (without it, the deprecated `setup.py sdist`)",
+                     PACKAGE_EXTRA, required=False)
+            )
+    return needs
+
+
+def workflow_needs(project: Path, workflow: str, package_build: str) -> List[Need]:
+    """What the steps of a workflow of project.yml need, in order."""
+    import srsly
+
+    config = srsly.read_yaml(project)
+    workflows = config.get("workflows") or {}
+    if workflow not in workflows:
+        raise ValueError(f"{project} has no workflow {workflow!r} (it has {', '.join(workflows) or 'none'})")
+    commands = {cmd["name"]: cmd for cmd in config.get("commands", [])}
+    needs: List[Need] = []
+    for step in workflows[workflow]:
+        for line in commands.get(step, {}).get("script", []):
+            needs.extend(line_needs(line, step, package_build, project.parent))
+    return needs
+
+
+def _met(need: Need) -> bool:
+    if need.kind == "module":
+        return module_installed(need.name)
+    if need.kind == "distribution":
+        if need.name == "build" and need.required:  # spacy package also builds wheels with `wheel` + setuptools
+            return distribution_installed("build") or (module_installed("wheel") and module_installed("setuptools"))
+        return distribution_installed(need.name)
+    if need.kind == "program":
+        return shutil.which(need.name) is not None
+    return False  # a file line_needs found missing
+
+
+def _install_hint(need: Need) -> str:
+    if need.extra:
+        return f'pip install "{DISTRIBUTION}[{need.extra}]"'
+    if need.kind == "module" and need.name == "spacy_memcoref":
+        return f"pip install {DISTRIBUTION}"
+    if need.kind == "module":
+        return f"install the package that provides the module {need.name!r}"
+    if need.kind == "program":
+        return f"install {need.name} (it must be on PATH)"
+    return "restore it from the project's repository"
+
+
+def workflow_problems(project: Path, workflow: str, package_build: str) -> Tuple[List[str], List[str], List[str]]:
+    """(problems, notes, extras to install) for the steps of a workflow."""
+    by_need: Dict[Tuple[str, str, bool], List[Need]] = {}
+    for need in workflow_needs(project, workflow, package_build):
+        by_need.setdefault((need.kind, need.name, need.required), []).append(need)
+    problems: List[str] = []
+    notes: List[str] = []
+    extras: List[str] = []
+    for needs in by_need.values():
+        need = needs[0]
+        if _met(need):
+            continue
+        steps = list(dict.fromkeys(n.step for n in needs))
+        where = f"step{'s' if len(steps) > 1 else ''} {', '.join(steps)}"
+        missing = "does not exist" if need.kind == "file" else "is not on PATH" if need.kind == "program" else "is not installed"
+        message = f"{where}: {need.why}, and {need.name} {missing}: {_install_hint(need)}"
+        if not need.required and need.name == "build" and not module_installed("setuptools"):
+            message = f"{where}: {need.why}, and neither build nor setuptools is installed: {_install_hint(need)}"
+        elif not need.required:  # the step runs, the worse way
+            notes.append(message)
+            continue
+        problems.append(message)
+        if need.extra and need.extra not in extras:
+            extras.append(need.extra)
+    return problems, notes, extras
+
+
+# ----- the data --------------------------------------------------------------------
+
 
 def conll_problems(path: Path, role: str) -> List[str]:
     if not path.exists():
@@ -197,6 +386,8 @@ def main(argv=None) -> int:
     parser.add_argument("--people", type=Path, help="people-counting TSV")
     parser.add_argument("--litbank", type=Path, help="LitBank's coreference CoNLL files: a folder, or the GitHub archive (.tar.gz)")
     parser.add_argument("--package-build", default="sdist", help="the formats `spacy package --build` will be asked for")
+    parser.add_argument("--workflow", help="check that every step of this workflow of --project can run (modules, programs)")
+    parser.add_argument("--project", type=Path, default=Path("project.yml"), help="the project.yml of --workflow")
     parser.add_argument("--manifest", type=Path, help="write the chosen corpus's manifest (JSON) here when the data is ready")
     args = parser.parse_args(argv)
     corpus = args.corpus or ("ontonotes" if args.conll else None)
@@ -248,12 +439,24 @@ def main(argv=None) -> int:
             f"LitBank {args.litbank} does not exist: run `python -m spacy project assets` (it fetches LitBank's "
             "coreference files) or set --vars.litbank to a folder of LitBank *.conll files"
         )
-    formats = {f.strip() for f in args.package_build.split(",")}
-    if "wheel" in formats and not (importlib.util.find_spec("build") or importlib.util.find_spec("wheel")):
-        problems.append(
-            f"--vars.package_build {args.package_build} asks for a wheel, which `spacy package` builds with the "
-            "`build` package: `pip install build`, or use --vars.package_build sdist"
-        )
+    step_problems: List[str] = []
+    extras: List[str] = []
+    if args.workflow:
+        if not args.project.is_file():
+            parser.error(f"--project {args.project} does not exist")
+        try:
+            step_problems, step_notes, extras = workflow_problems(args.project, args.workflow, args.package_build)
+        except ValueError as err:
+            parser.error(str(err))
+        notes.extend(step_notes)
+    else:
+        formats = {f.strip() for f in args.package_build.split(",")}
+        if "wheel" in formats and not _met(Need("distribution", "build", "package", "")):
+            step_problems.append(
+                f"--vars.package_build {args.package_build} asks for a wheel, which `spacy package` builds with "
+                f'`build`: pip install "{DISTRIBUTION}[{PACKAGE_EXTRA}]", or use --vars.package_build sdist'
+            )
+            extras.append(PACKAGE_EXTRA)
 
     for note in notes:
         print(f"note: {note}")
@@ -264,11 +467,21 @@ def main(argv=None) -> int:
         for text in help_texts:
             print("", file=sys.stderr)
             print(text, file=sys.stderr)
+    if step_problems:
+        what = f"workflow {args.workflow!r}" if args.workflow else "the project"
+        print(f"Not every step of {what} can run: install what is missing first", file=sys.stderr)
+        for problem in step_problems:
+            print(f"  - {problem}", file=sys.stderr)
+        if extras:
+            print(f'All the extras at once: pip install "{DISTRIBUTION}[{",".join(extras)}]"', file=sys.stderr)
+    if problems or step_problems:
         return 1
     if args.manifest:
         write_json(args.manifest, corpus_manifest(args))
         print(f"wrote {args.manifest}")
     print("data ok" + (f" (s2e corpus: {CORPORA[corpus]['name']})" if corpus else ""))
+    if args.workflow:
+        print(f"every step of workflow {args.workflow!r} can run")
     return 0
 
 

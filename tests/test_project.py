@@ -151,6 +151,8 @@ def check_script_line(line: str, where: str) -> None:
         assert tokens[1].startswith("scripts/") and script.is_file(), f"{where}: no script {tokens[1]}"
         if tokens[1] == "scripts/json_report.py":
             check_script_line(shlex.join(tokens[3:]), where)
+        if tokens[1] == "scripts/train.py":  # `spacy train`, less the "config" overrides: check them all
+            check_script_line(shlex.join(["python", "-m", "spacy", "train", *tokens[2:]]), where)
 
 
 # ----- cheap tests: project.yml ------------------------------------------------------
@@ -159,10 +161,12 @@ def check_script_line(line: str, where: str) -> None:
 def test_project_loads_and_every_command_is_in_a_workflow():
     config = load_project()
     names = [cmd["name"] for cmd in config["commands"]]
-    assert set(config["workflows"]) == {"all", "demo"}
+    assert set(config["workflows"]) == {"all", "demo", "pretrained"}
     in_workflows = {step for steps in config["workflows"].values() for step in steps}
     assert set(names) == in_workflows
     assert config["workflows"]["demo"] == [f"demo-{step}" for step in config["workflows"]["all"]]
+    # the shipped models are rebuilt from the public data the default route converts
+    assert config["workflows"]["pretrained"] == ["check-data", "convert-gap", "convert-corpus", "train-pretrained"]
 
 
 def test_interpolated_lists_keep_their_items():
@@ -230,7 +234,8 @@ def _demo_version(text: str, demo_vars: Set[str]) -> str:
         text,
     )
     roots = "|".join(OUTPUT_ROOTS)
-    return re.sub(rf"(?<![\w/.-])({roots})(?=/|\s|$)", r"\1/demo", text)
+    text = re.sub(rf"(?<![\w/.-])({roots})(?=/|\s|$)", r"\1/demo", text)
+    return text.replace("--workflow all", "--workflow demo")  # check-data checks its own workflow
 
 
 def test_each_demo_command_is_the_real_one_on_demo_data():
@@ -241,6 +246,8 @@ def test_each_demo_command_is_the_real_one_on_demo_data():
         if name.startswith("demo-"):
             assert name[len("demo-") :] in cmds, f"{name} mirrors no command"
             continue
+        if name in raw["workflows"]["pretrained"] and name not in raw["workflows"]["all"]:
+            continue  # rebuilds the package's own models: nothing to show on demo data
         demo = cmds[f"demo-{name}"]
         for key in ("script", "deps", "outputs"):
             expected = [_demo_version(item, demo_vars) for item in cmd.get(key, [])]
@@ -251,20 +258,21 @@ def test_var_defaults_are_the_configs_own_values():
     from spacy.util import load_config
 
     variables = raw_project()["vars"]
-    s2e = load_config(REPO / variables["s2e_config"], interpolate=False)
-    petra = load_config(REPO / variables["petra_config"], interpolate=False)
-    assert variables["s2e_max_steps"] == s2e["training"]["max_steps"]
-    assert variables["s2e_eval_frequency"] == s2e["training"]["eval_frequency"]
-    assert variables["petra_max_steps"] == petra["training"]["max_steps"]
-    assert variables["petra_eval_frequency"] == petra["training"]["eval_frequency"]
-    for config in (s2e, petra):
-        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (config["training"]["max_steps"], "${training.max_steps}")
+    # "config": scripts/train.py leaves the override out, so each config trains as it says
+    for name in ("s2e_max_steps", "s2e_eval_frequency", "petra_max_steps", "petra_eval_frequency", "num_cells"):
+        assert variables[name] == "config", name
+    for path in sorted((REPO / "configs").glob("*.cfg")):
+        config = load_config(path, interpolate=False)
+        # a max_steps override moves the end of the schedule too (the lines pass both)
+        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (config["training"]["max_steps"], "${training.max_steps}"), path
     for step in ("train-s2e", "demo-train-s2e", "train-petra", "demo-train-petra"):
         (command,) = [c for c in raw_project()["commands"] if c["name"] == step]
+        assert command["script"][0].startswith("python scripts/train.py ")
         max_steps = command["script"][0].split("--training.max_steps ")[1].split()[0]
         assert f"--training.optimizer.learn_rate.total_steps {max_steps} " in command["script"][0]
-    assert variables["num_cells"] == petra["components"]["memcoref_petra"]["model"]["num_cells"]
-    assert variables["encoder"] is None and variables["demo_encoder"] is None  # the embedded MiniLM
+    # the config's own encoder (the MiniLM presets: the embedded one; the base presets: all-mpnet-base-v2)
+    assert variables["encoder"] == "config"
+    assert variables["demo_encoder"] is None  # the embedded MiniLM
     assert variables["gpu_id"] == -1
 
 
@@ -558,10 +566,10 @@ def test_package_meta_names_the_training_data(tmp_path):
     (model / "meta.json").write_text(json.dumps({"lang": "en", "name": "pipeline", "version": "0.0.0", "pipeline": ["memcoref"]}))
     manifest = tmp_path / "sources.json"
     assert run_script(SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", *DEMO_ONTOGUM, "--manifest", manifest).returncode == 0
-    out = tmp_path / "pkg" / "meta.json"
+    out = tmp_path / "pkg" / "pipeline"
     proc = run_script(SCRIPTS / "package_meta.py", model, out, "--manifest", manifest, "--gap")
     assert proc.returncode == 0, proc.stderr
-    meta = json.loads(out.read_text())
+    meta = json.loads((out / "meta.json").read_text())
     assert meta["pipeline"] == ["memcoref"] and meta["name"] == "pipeline"
     assert [s["license"].split(";")[0] for s in meta["sources"]] == ["annotations CC-BY-4.0", "Apache-2.0"]
     assert "OntoGUM" in meta["description"]
@@ -633,6 +641,348 @@ def test_people_count_tsvs_read(name, n_rows):
     rows = people.read_people_tsv(REPO / name)
     assert len(rows) == n_rows
     assert all(count >= 1 for *_, count in rows)
+
+
+# ----- every step can run: check-data checks the workflow's needs first (issue 37) ---
+
+
+def _load_script(name: str):
+    """A helper script as a module (scripts/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"memcoref_script_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_data_names_the_extra_each_workflow_step_needs(monkeypatch, capsys):
+    import importlib.metadata
+    import importlib.util
+
+    check_data = _load_script("check_data")
+    args = ["--project", str(PROJECT), "--package-build", "wheel"]
+    missing, present = {"matplotlib", "build", "wheel"}, set()
+    real_find_spec, real_version = importlib.util.find_spec, importlib.metadata.version
+
+    def find_spec(name, *rest):
+        return None if name.split(".")[0] in missing else real_find_spec(name, *rest)
+
+    def version(name):
+        if name in missing:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return "1.0" if name in present else real_version(name)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    for workflow, prefix in (("all", ""), ("demo", "demo-")):
+        assert check_data.main([*args, "--workflow", workflow]) == 1
+        err = capsys.readouterr().err
+        assert f"{prefix}visualize: `spacy_memcoref visualize` imports matplotlib, and matplotlib is not installed" in err
+        assert 'pip install "spacy-memcoref[viz]"' in err
+        assert f"steps {prefix}package-s2e, {prefix}package-petra: `spacy package --build wheel`" in err
+        assert 'pip install "spacy-memcoref[package]"' in err
+        assert 'All the extras at once: pip install "spacy-memcoref[viz,package]"' in err
+    # an sdist builds without `build` (the deprecated setup.py sdist): a note, not a failure
+    missing.discard("matplotlib")
+    assert check_data.main(["--project", str(PROJECT), "--package-build", "sdist", "--workflow", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "note: steps package-s2e, package-petra: `spacy package --build sdist`" in out and "[package]" in out
+    assert "every step of workflow 'all' can run" in out
+    missing.clear()
+    present.add("build")
+    assert check_data.main([*args, "--workflow", "all"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    # the setup.cfg extras the messages name exist and hold those modules
+    extras = _setup_cfg_extras()
+    assert "matplotlib" in extras["viz"] and "build" in extras["package"]
+
+
+def _setup_cfg_extras() -> Dict[str, str]:
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(REPO / "setup.cfg")
+    return dict(parser["options.extras_require"])
+
+
+def test_check_data_fails_at_once_for_a_missing_module_program_or_script(tmp_path):
+    project = tmp_path / "project.yml"
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "uses.py").write_text("import json\nfrom no_such_module_memcoref_b import x\n")
+    shutil.copy(SCRIPTS / "json_report.py", tmp_path / "scripts")
+    srsly.write_yaml(
+        project,
+        {
+            "title": "t",
+            "workflows": {"all": ["first", "last"], "other": ["first"]},
+            "commands": [
+                {"name": "first", "script": ["python -m spacy --help"]},
+                {
+                    "name": "last",
+                    "script": [
+                        "python -m no_such_module_memcoref_a.cli run",
+                        "python scripts/uses.py",
+                        "python scripts/absent.py",
+                        "no-such-program-memcoref ${vars.x}",
+                        "python scripts/json_report.py out.json python -m no_such_module_memcoref_c score",
+                    ],
+                },
+            ],
+        },
+    )
+    proc = run_script(SCRIPTS / "check_data.py", "--project", project, "--workflow", "all", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    for expected in (
+        "step last: runs python -m no_such_module_memcoref_a.cli, and no_such_module_memcoref_a is not installed",
+        "step last: scripts/uses.py imports no_such_module_memcoref_b, and no_such_module_memcoref_b is not installed",
+        "step last: runs scripts/absent.py, and scripts/absent.py does not exist",
+        "step last: runs no-such-program-memcoref, and no-such-program-memcoref is not on PATH",
+        "no_such_module_memcoref_c is not installed",
+    ):
+        assert expected in proc.stderr, proc.stderr
+    proc = run_script(SCRIPTS / "check_data.py", "--project", project, "--workflow", "other", cwd=tmp_path)
+    assert proc.returncode == 0 and "every step of workflow 'other' can run" in proc.stdout, proc.stderr
+    proc = run_script(SCRIPTS / "check_data.py", "--project", project, "--workflow", "nope", cwd=tmp_path)
+    assert proc.returncode == 2 and "has no workflow 'nope' (it has all, other)" in proc.stderr
+
+
+def test_check_data_steps_check_their_own_workflow():
+    cmds = commands(load_project({"vars.package_build": "wheel"}))
+    assert "--package-build wheel --workflow all " in cmds["check-data"]["script"][0]
+    assert "--workflow demo " in cmds["demo-check-data"]["script"][0]
+    assert cmds["visualize"]["script"][0].startswith("python -m spacy_memcoref visualize ")
+
+
+# ----- the packaged pipeline carries its licenses (issue 34) -------------------------
+
+EMBEDDED_CONFIG = """[nlp]
+lang = "en"
+pipeline = ["memcoref"]
+
+[components.memcoref.model.tok2vec]
+@architectures = "spacy_memcoref.EmbeddedTransformer.v1"
+name = {name}
+window = 256
+"""
+
+
+def _trained_folder(path: Path, encoder: str = "null") -> Path:
+    path.mkdir(parents=True)
+    (path / "meta.json").write_text(json.dumps({"lang": "en", "name": "pipeline", "version": "0.0.0", "license": ""}))
+    (path / "config.cfg").write_text(EMBEDDED_CONFIG.format(name=encoder))
+    (path / "memcoref").mkdir()
+    (path / "memcoref" / "model").write_bytes(b"weights")
+    return path
+
+
+@pytest.mark.parametrize(
+    "corpus,expected",
+    [
+        ("ontogum", ["OntoGUM (GUM V11.1.0", "annotations CC-BY-4.0", "CC-BY-NC-SA-4.0", "GUM's LICENSE.txt", "reddit"]),
+        ("ontonotes", ["OntoNotes 5.0", "LDC2013T19", "LDC User Agreement"]),
+        ("gap", ["GAP Coreference Dataset", "Apache License 2.0", "github.com/google-research-datasets/gap-coreference"]),
+    ],
+)
+def test_package_meta_writes_the_licenses_of_each_corpus(tmp_path, corpus, expected):
+    model = _trained_folder(tmp_path / "model-tuned")
+    before = sorted(p.name for p in model.rglob("*"))
+    if corpus == "gap":
+        data = ["--gap"]
+    else:
+        manifest = tmp_path / "sources.json"
+        where = ["--ontogum", *DEMO_ONTOGUM] if corpus == "ontogum" else ["--conll", *DEMO_CONLL]
+        proc = run_script(SCRIPTS / "check_data.py", "--corpus", corpus, *where, "--manifest", manifest)
+        assert proc.returncode == 0, proc.stderr
+        data = ["--manifest", manifest]
+    out = tmp_path / "packages" / "memcoref_x-pipeline"
+    proc = run_script(SCRIPTS / "package_meta.py", model, out, *data)
+    assert proc.returncode == 0, proc.stderr
+    # the folder spacy package ships: the pipeline, its meta.json and both license files
+    assert (out / "memcoref" / "model").read_bytes() == b"weights" and (out / "config.cfg").is_file()
+    meta = json.loads((out / "meta.json").read_text())
+    names = [s["name"] for s in meta["sources"]]
+    assert expected[0] in names[0] and "all-MiniLM-L6-v2" in names[-1] and len(names) == 2
+    assert meta["sources"][-1]["license"] == "Apache-2.0"
+    assert meta["license"].startswith("MIT") and "LICENSES_SOURCES" in meta["license"]
+    assert expected[0] in meta["description"] and "all-MiniLM-L6-v2" in meta["description"]
+    license_text = (out / "LICENSE").read_text()
+    assert license_text.startswith("MIT License") and "WITHOUT WARRANTY" in license_text
+    assert "trained weights" in license_text and expected[0] in license_text
+    sources = (out / "LICENSES_SOURCES").read_text()
+    for text in expected + ["sentence-transformers/all-MiniLM-L6-v2", "Apache-2.0"]:
+        assert text in sources, text
+    if corpus == "ontogum":
+        assert "NON-COMMERCIAL" in sources
+    # the trained pipeline (a tune step's output) is left as it was
+    assert sorted(p.name for p in model.rglob("*")) == before
+    assert "sources" not in json.loads((model / "meta.json").read_text())
+    # rerun: the folder is replaced, not merged
+    (out / "stale").write_text("x")
+    assert run_script(SCRIPTS / "package_meta.py", model, out, *data).returncode == 0
+    assert not (out / "stale").exists()
+
+
+@pytest.mark.parametrize(
+    "encoder,license",
+    [('"roberta-base"', "MIT"), ('"sentence-transformers/all-mpnet-base-v2"', "Apache-2.0"), ("LOCAL", "cc-by-4.0"), ('"someone/private-encoder"', "unknown")],
+)
+def test_package_meta_names_the_encoder_and_its_license(tmp_path, encoder, license):
+    if encoder == "LOCAL":
+        local = tmp_path / "my-encoder"
+        local.mkdir()
+        (local / "README.md").write_text("---\nlanguage: en\nlicense: cc-by-4.0\n---\n# card\n")
+        encoder = json.dumps(str(local))
+    model = _trained_folder(tmp_path / "model", encoder)
+    out = tmp_path / "pipeline"
+    proc = run_script(SCRIPTS / "package_meta.py", model, out, "--gap")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["sources"][-1]["license"] == license
+    assert ("warning" in proc.stderr) == (license == "unknown")
+    sources = (out / "LICENSES_SOURCES").read_text()
+    assert f"License: {license}" in sources and "all-MiniLM" not in sources
+
+
+@pytest.mark.parametrize("build", ["none", pytest.param("sdist", marks=pytest.mark.slow)])
+def test_spacy_package_ships_the_license_files(tmp_path, build):
+    """spacy package on the folder package_meta.py writes: LICENSE and
+    LICENSES_SOURCES go into the package and its sdist ("no files found
+    matching 'LICENSE'" before)."""
+    import tarfile
+
+    import spacy
+
+    model = tmp_path / "model"
+    spacy.blank("en").to_disk(model)
+    proc = run_script(SCRIPTS / "package_meta.py", model, tmp_path / "pipeline", "--gap")
+    assert proc.returncode == 0, proc.stderr
+    assert "Encoder: none" in (tmp_path / "pipeline" / "LICENSES_SOURCES").read_text()
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy", "package", str(tmp_path / "pipeline"), str(packages), "--name", "licensetest",
+         "--version", "0.0.1", "--build", build],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "no files found matching" not in proc.stdout + proc.stderr
+    main = packages / "en_licensetest-0.0.1"
+    assert (main / "LICENSE").read_text().startswith("MIT License")
+    assert "GAP Coreference Dataset" in (main / "LICENSES_SOURCES").read_text()
+    assert {"include LICENSE", "include LICENSES_SOURCES"} <= set((main / "MANIFEST.in").read_text().splitlines())
+    if build == "none":
+        return
+    (sdist,) = (main / "dist").glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {Path(n).name for n in tar.getnames()}
+    assert {"LICENSE", "LICENSES_SOURCES", "meta.json"} <= names
+
+
+def test_package_steps_ship_the_license_files():
+    cmds = commands(load_project())
+    for step, data in (("package-s2e", "--manifest corpus/ontogum/sources.json"), ("package-petra", "--gap")):
+        meta_line, package_line = cmds[step]["script"]
+        folder = shlex.split(meta_line)[3]
+        assert meta_line.startswith("python scripts/package_meta.py training/") and meta_line.endswith(data)
+        # spacy package packs the folder package_meta.py wrote (its meta.json, LICENSE, LICENSES_SOURCES)
+        assert shlex.split(package_line)[4:6] == [folder, "packages"] and "--meta-path" not in package_line
+        assert cmds[step]["outputs"][0] == folder and "scripts/package_meta.py" in cmds[step]["deps"]
+
+
+# ----- a preset carries its own settings: scripts/train.py (issue 36) ---------------
+
+
+def _train_argv(line: str) -> List[str]:
+    """The `spacy train` command a train-* script line runs (scripts/train.py --dry-run)."""
+    tokens = shlex.split(line)
+    assert tokens[:2] == ["python", "scripts/train.py"], line
+    proc = run_script(SCRIPTS / "train.py", *tokens[2:], "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    argv = shlex.split(proc.stdout.strip().splitlines()[-1])
+    assert argv[1:4] == ["-m", "spacy", "train"], argv
+    return argv[4:]
+
+
+def _trained_config(args: List[str]):
+    """The training config `spacy train` would use for these arguments (overrides applied)."""
+    from spacy.util import load_config
+
+    def value(text: str):
+        try:
+            return srsly.json_loads(text)
+        except ValueError:
+            return text  # as spaCy's CLI reads an override: JSON, or else a string
+
+    overrides = {args[i][2:]: value(args[i + 1]) for i in range(1, len(args) - 1) if args[i].startswith("--") and "." in args[i]}
+    overrides = {k: v for k, v in overrides.items() if not k.startswith("paths.")}
+    return load_config(REPO / args[0], overrides=overrides, interpolate=True)
+
+
+STEP_KEYS = ("--training.max_steps", "--training.optimizer.learn_rate.total_steps", "--training.eval_frequency")
+
+
+@pytest.mark.parametrize(
+    "s2e_config,petra_config,s2e_steps,petra_steps",
+    [
+        ("configs/s2e.cfg", "configs/petra_gap.cfg", 3000, 600),
+        ("configs/s2e_base.cfg", "configs/petra_gap_base.cfg", 2500, 800),
+        ("configs/s2e_gpu.cfg", "configs/petra_gap_base.cfg", 20000, 800),
+    ],
+)
+def test_train_steps_keep_each_presets_own_settings(s2e_config, petra_config, s2e_steps, petra_steps):
+    from spacy.util import load_config
+
+    base = {"vars.s2e_config": s2e_config, "vars.petra_config": petra_config, "vars.encoder": "config"}
+    cmds = commands(load_project(base))
+    for step, config_path, steps in (("train-s2e", s2e_config, s2e_steps), ("train-petra", petra_config, petra_steps)):
+        own = load_config(REPO / config_path, interpolate=True)
+        args = _train_argv(cmds[step]["script"][0])
+        assert args[0] == config_path
+        for key in STEP_KEYS + ("--components.memcoref_petra.model.num_cells",):
+            assert key not in args, f"{step}: {key} overrides {config_path}'s own value"
+        assert not any(a.endswith(".tok2vec.name") for a in args), args  # --vars.encoder config: the preset's encoder
+        assert "--output" in args and "--gpu-id" in args and "--paths.train" in args
+        trained = _trained_config(args)
+        assert trained["training"]["max_steps"] == own["training"]["max_steps"] == steps
+        assert trained["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
+        assert trained["training"]["eval_frequency"] == own["training"]["eval_frequency"]
+    # set: the variable overrides the preset, the schedule's end with it
+    cmds = commands(load_project({**base, "vars.encoder": "roberta-base", "vars.s2e_max_steps": 40, "vars.s2e_eval_frequency": 20,
+                                  "vars.petra_max_steps": 30, "vars.petra_eval_frequency": 10, "vars.num_cells": 3}))
+    for step, steps, every in (("train-s2e", 40, 20), ("train-petra", 30, 10)):
+        args = _train_argv(cmds[step]["script"][0])
+        for key, value in zip(STEP_KEYS, (steps, steps, every)):
+            assert args[args.index(key) + 1] == str(value), key
+        trained = _trained_config(args)
+        assert trained["training"]["max_steps"] == trained["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
+        assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == ["roberta-base"]
+    args = _train_argv(cmds["train-petra"]["script"][0])
+    assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == "3"
+
+
+def test_demo_train_steps_pass_their_few_steps():
+    cmds = commands(load_project())
+    variables = raw_project()["vars"]
+    for step, prefix in (("demo-train-s2e", "demo_s2e"), ("demo-train-petra", "demo_petra")):
+        args = _train_argv(cmds[step]["script"][0])
+        steps, every = variables[f"{prefix}_max_steps"], variables[f"{prefix}_eval_frequency"]
+        assert isinstance(steps, int) and steps < 100
+        for key, value in zip(STEP_KEYS, (steps, steps, every)):
+            assert args[args.index(key) + 1] == str(value), (step, key)
+        assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == ["null"]  # the embedded MiniLM
+    args = _train_argv(cmds["demo-train-petra"]["script"][0])
+    assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == str(variables["demo_num_cells"])
+
+
+def test_train_wrapper_runs_spacy_train(tmp_path):
+    proc = run_script(SCRIPTS / "train.py", tmp_path / "missing.cfg", "--training.max_steps", "config", "--gpu-id", "-1")
+    assert proc.returncode != 0
+    command = shlex.split(proc.stdout.strip().splitlines()[0])
+    assert command[1:] == ["-m", "spacy", "train", str(tmp_path / "missing.cfg"), "--gpu-id", "-1"]
+    assert "missing.cfg" in proc.stdout + proc.stderr  # spaCy's own error
+    proc = run_script(SCRIPTS / "train.py", "configs/s2e.cfg", "--gpu-id", "config", "--dry-run")
+    assert proc.returncode == 2 and "only `--section.key` overrides" in proc.stderr
 
 
 # ----- slow: ship a pipeline as a user does ------------------------------------------

@@ -1,0 +1,81 @@
+"""Run `python -m spacy train` with the project's settings, where a setting
+given as "config" keeps the config's own value: every `--section.key config`
+override is left out, every other argument is passed on unchanged.
+
+    python scripts/train.py configs/s2e_base.cfg --output training/s2e \
+        --paths.train corpus/train.spacy --paths.dev corpus/dev.spacy --gpu-id -1 \
+        --training.max_steps config --training.optimizer.learn_rate.total_steps config \
+        --training.eval_frequency config --components.memcoref.model.tok2vec.name config
+
+trains s2e_base.cfg for its own 2,500 steps (its own schedule, evaluation
+frequency and encoder); `--training.max_steps 400` there would train 400.
+So a preset carries its own settings, and the project's variables
+(`s2e_max_steps`, `num_cells`, ... default "config") override one only when
+they are set. --dry-run prints the `spacy train` command instead of running it.
+"""
+import shlex
+import subprocess
+import sys
+from typing import List
+
+KEEP = "config"  # the value that means "the config's own"
+DRY_RUN = "--dry-run"
+
+
+def _is_override(token: str) -> bool:
+    """`--section.key` (spaCy's config overrides), as opposed to --output, --gpu-id."""
+    return token.startswith("--") and "." in token.split("=", 1)[0]
+
+
+def train_argv(args: List[str]) -> List[str]:
+    """The `python -m spacy train` command for these arguments, without the
+    overrides whose value is "config".
+
+    args (List[str]): the arguments of `spacy train` (config path, options, overrides).
+    RETURNS (List[str]): the command, starting with this interpreter.
+    """
+    kept: List[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if _is_override(token) and "=" in token:
+            if token.split("=", 1)[1] != KEEP:
+                kept.append(token)
+            i += 1
+        elif _is_override(token):
+            if i + 1 >= len(args):
+                raise ValueError(f"the override {token} has no value")
+            if args[i + 1] != KEEP:
+                kept.extend(args[i : i + 2])
+            i += 2
+        else:
+            if token == KEEP:
+                raise ValueError(f"{args[i - 1] if i else 'the config path'} is {KEEP!r}: only `--section.key` overrides may keep the config's own value")
+            kept.append(token)
+            i += 1
+    return [sys.executable, "-m", "spacy", "train", *kept]
+
+
+def main(argv=None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    dry_run = DRY_RUN in args
+    args = [a for a in args if a != DRY_RUN]
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    try:
+        command = train_argv(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(shlex.join(command), flush=True)
+    if dry_run:
+        return 0
+    try:
+        return subprocess.run(command).returncode
+    except KeyboardInterrupt:  # the child got the same signal
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
