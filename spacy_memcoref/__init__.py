@@ -15,4 +15,20 @@ from .resolution import Edit, Resolved, register_extension, resolve
 # doc._.coref_resolved: resolve(doc).text, computed when read
 register_extension()
 
-__all__ = ["__version__", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16"]
+
+def load(name: str = "s2e-ontogum"):
+    """A trained coreference pipeline that ships inside the package, offline:
+    "s2e-ontogum" (s2e trained on OntoGUM) or "petra-gap" (PeTra trained on
+    GAP); `python -m spacy_memcoref info` says what each was trained on.
+
+    name (str): a shipped model's name, or the folder of one built by
+        `python -m spacy_memcoref pretrained build`.
+    RETURNS (spacy.language.Language): the pipeline.
+    """
+    # imported here: it imports spaCy's pipeline machinery and, on load, torch
+    from .pretrained import load as load_pretrained
+
+    return load_pretrained(name)
+
+
+__all__ = ["__version__", "load", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16"]

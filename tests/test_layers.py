@@ -18,7 +18,8 @@ below; two layers of one rank may not import each other):
 6. tuning       choosing decoder settings on validation data: grids, the
                 tie-break rule, saving a pipeline with them
 7. app          the command line, corpus annotation, pictures, resolved
-                text and entity records, the package's own __init__
+                text and entity records, the shipped trained models, the
+                package's own __init__
 """
 import ast
 from pathlib import Path
@@ -43,6 +44,7 @@ LAYERS: Dict[str, Tuple[str, int]] = {
     "visualize": ("app", 7),
     "resolution": ("app", 7),
     "entities": ("app", 7),
+    "pretrained": ("app", 7),
     "annotate": ("app", 7),
     "cli": ("app", 7),
     "__main__": ("app", 7),

