@@ -35,6 +35,36 @@ from ..models.encoder import build_embedded_transformer, encode_for_inference
 from ..models.petra_model import build_petra
 from ..models.s2e_model import build_s2e
 
+# fewer updates than this and predict() warns that the clusters mean nothing
+# (the demo trains 8 and 20; the presets 600 to 3,000)
+MIN_TRAINED_UPDATES = 100
+
+
+class UntrainedWarning(UserWarning):
+    """A coreference component predicts with a head that was never (or
+    barely) trained."""
+
+
+def ensure_sentences(docs: List[Doc]) -> None:
+    """Give a Doc without sentence boundaries some: spaCy's rule-based
+    Sentencizer, and a sentence start after every line break. s2e keeps a
+    mention inside one sentence when sentences are known; Docs read from a
+    corpus carry gold ones, but raw text from `nlp(text)` has none, and
+    mentions then ran across sentences ("... met Pierre Curie. He")."""
+    missing = [doc for doc in docs if len(doc) and not doc.has_annotation("SENT_START")]
+    if not missing:
+        return
+    from spacy.pipeline import Sentencizer
+
+    splitter = Sentencizer()
+    for doc in missing:
+        splitter(doc)
+        for token in doc[:-1]:
+            # spaCy keeps a line break as a whitespace token of its own
+            if token.is_space and "\n" in token.text:
+                doc[token.i + 1].is_sent_start = True
+
+
 def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, Any]) -> Dict[str, Any]:
     """The config block of a registered architecture with its builder's
     keyword defaults: the builders' signatures are the one home of the
@@ -180,6 +210,7 @@ class CorefComponent(TrainablePipe):
         if settings:
             self.cfg.update(self._hook("decoder").configure(settings))
         self._warned_unaligned = False
+        self._warned_untrained = False
 
     @property
     def prefix(self) -> str:
@@ -215,8 +246,26 @@ class CorefComponent(TrainablePipe):
                 f"The '{self.name}' component is not initialized: train it with "
                 "`spacy train`, call nlp.initialize(), or load a trained pipeline."
             )
+        self._warn_if_untrained()
+        ensure_sentences(docs)
         _, predictions = self.model.predict((docs, None))
         return predictions
+
+    def _warn_if_untrained(self) -> None:
+        """Warn once when the head has seen fewer than MIN_TRAINED_UPDATES
+        updates: its clusters are then noise, not a poor model's guesses.
+        A pipeline saved before updates were counted has no count and is
+        trusted."""
+        updates = self.cfg.get("updates")
+        if updates is None or updates >= MIN_TRAINED_UPDATES or self._warned_untrained:
+            return
+        self._warned_untrained = True
+        warnings.warn(
+            f"[{self.name}] this coreference component was trained for {updates} update(s) only: its clusters "
+            "mean nothing. Train it (spacy train) or load a trained one: spacy_memcoref.load('s2e-ontogum') "
+            "or spacy_memcoref.load('petra-gap').",
+            UntrainedWarning,
+        )
 
     def token_vectors(self, docs: Iterable[Doc]) -> List[Any]:
         """The encoder's vectors for each Doc's tokens, as the model's head
@@ -298,6 +347,7 @@ class CorefComponent(TrainablePipe):
         if sgd is not None:
             self.finish_update(sgd)
         losses[self.name] += loss
+        self.cfg["updates"] = int(self.cfg.get("updates") or 0) + 1
         return losses
 
     def get_loss(self, examples: Iterable[Example], scores: Any = None) -> Tuple[float, None]:
@@ -327,6 +377,8 @@ class CorefComponent(TrainablePipe):
             docs = [Doc(self.vocab, words=["memcoref", "initialization"])]
         self.model.initialize(X=(docs, None))
         self.cfg["initialized"] = True
+        # counted by update(); predict() warns while it is below MIN_TRAINED_UPDATES
+        self.cfg["updates"] = 0
 
     # ----- serialization ------------------------------------------------------
 
