@@ -205,3 +205,25 @@ def test_config_headers_point_to_the_results():
         text = "\n".join(header)
         assert "benchmarks/RESULTS.md" in text, f"{config.name}: its header should point to benchmarks/RESULTS.md"
         assert "benchmarks/README.md" not in text, f"{config.name}: results live in benchmarks/RESULTS.md"
+
+
+LOAD_CALL = re.compile(r"""spacy\.load\(\s*["']([^"']+)["']""")
+
+
+def project_outputs() -> List[str]:
+    """Every output of every project.yml command, with the default variables."""
+    from spacy.cli._util import load_project_config
+
+    config = load_project_config(REPO, interpolate=True)
+    return [str(out) for command in config["commands"] for out in command.get("outputs", [])]
+
+
+def test_every_folder_the_docs_load_is_written_by_the_project():
+    outputs = project_outputs()
+    for page in user_pages():
+        for folder in LOAD_CALL.findall(page.read_text(encoding="utf8")):
+            if "/" not in folder:  # a package name, e.g. en_core_web_sm
+                continue
+            assert any(folder == out or folder.startswith(out.rstrip("/") + "/") for out in outputs), (
+                f"{page.name}: spacy.load({folder!r}) names a folder no project.yml command writes"
+            )
