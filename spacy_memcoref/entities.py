@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters
-from .resolution import is_tagged, representative_of
+from .resolution import is_tagged, representative_name, representative_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy
@@ -36,8 +36,9 @@ class EntityRecord:
     """One cluster.
 
     cluster (int): N of its span group doc.spans[f"{prefix}_{N}"].
-    name (Optional[str]): its representative's text (resolution's rule: first
-        proper-noun mention, else first non-pronoun); None for pronouns only.
+    name (Optional[str]): its representative's text without a possessive
+        marker (resolution's rules: first proper-noun mention, else first
+        non-pronoun); None for pronouns only.
     mentions (List[Mention]): in text order.
     vector (Optional[numpy.ndarray]): with vectors_from: the mean encoder
         vector over the mentions' heads, [width] float32.
@@ -82,7 +83,8 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
         records.append(
             EntityRecord(
                 cluster=number,
-                name=" ".join(representative.text.split()) if representative is not None else None,
+                # without a possessive marker: "Mary", not "Mary's"
+                name=representative_name(representative, tagged) if representative is not None else None,
                 mentions=[Mention(s.start, s.end, s.start_char, s.end_char, s.text) for s in spans],
             )
         )

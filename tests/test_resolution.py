@@ -507,6 +507,11 @@ def test_entity_records():
     assert first.to_dict()["mentions"][0] == {"start": 0, "end": 2, "start_char": 0, "end_char": 13, "text": "The president"}
 
 
+def test_an_entity_is_named_without_its_possessive_marker():
+    doc = by_words("Mary's dog barked at Mary and then at hers.", [(("Mary", 0), 2), ("Mary", 1), ("hers", 0)])
+    assert [r.name for r in entities(doc)] == ["Mary"]
+
+
 def _s2e_config():
     """A small s2e with a CNN tok2vec (test_s2e's setup; tests do not import
     each other)."""
