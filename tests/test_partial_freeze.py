@@ -1,5 +1,7 @@
 """Fine-tuning only the top transformer layers (EmbeddedTransformer.v1
 trainable_layers), its cache of frozen-layer outputs, and [training] dropout."""
+from pathlib import Path
+
 import numpy
 import pytest
 import spacy
@@ -158,3 +160,37 @@ def test_training_dropout_reaches_the_token_vectors():
     assert plain == again
     assert dropped != plain
     assert rates_plain == 0.0 and rates_dropped == 0.5
+
+
+def test_partially_frozen_petra_trains_top_only_and_keeps_frozen_vectors(tiny_mpnet):
+    """PeTra with trainable_layers (the shipped petra-gap's recipe): the
+    frozen layers give the vectors the whole encoder gives (to 1e-6), and
+    training moves the top layers and the head only."""
+    from spacy.training import Example
+
+    from spacy_memcoref.corpora.gap import read_gap
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    encoder = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet), "trainable_layers": 2}
+    model = {"@architectures": "spacy_memcoref.PeTra.v1", "hidden_size": 16, "num_cells": 3, "mlp_size": 16, "dropout": 0.0,
+             "freeze_encoder": False, "encoder_layers": 1, "temperature_halving_steps": 0, "tok2vec": encoder}
+    nlp.add_pipe("memcoref_petra", config={"model": model})
+    docs = list(read_gap(Path(__file__).parent / "data" / "gap_sample.tsv", nlp))[:4]
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]
+    nlp.initialize(lambda: examples)
+    tok2vec = nlp.get_pipe("memcoref_petra").model.layers[0]
+    full = build_embedded_transformer(name=str(tiny_mpnet))
+    full.initialize(X=[eg.predicted for eg in examples])
+    hf = find_transformer(tok2vec).transformer
+    find_transformer(full).transformer.load_state_dict(hf.state_dict())
+    predicted = [eg.predicted for eg in examples]
+    for a, b in zip(full.predict(predicted), tok2vec.predict(predicted)):
+        numpy.testing.assert_allclose(a, b, atol=1e-6)
+    before = {k: v.clone() for k, v in hf.state_dict().items()}
+    optimizer = Adam(0.01)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    after = hf.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith(("encoder.layer.2.", "encoder.layer.3.")) for k in changed), sorted(changed)[:5]

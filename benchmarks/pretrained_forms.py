@@ -1,0 +1,73 @@
+"""Size, score and speed of the forms a shipped model can be stored in, side
+by side in one run: the trained pipeline as `spacy.load` saves it (every
+weight in float32), and `pretrained-build`'s form (only what training
+changed, relative to the embedded encoder) in float32, float16 and bfloat16.
+
+    python benchmarks/pretrained_forms.py TRAINED_PIPELINE DEV.spacy [--dtypes bfloat16,float32]
+
+TRAINED_PIPELINE: e.g. training/pretrained/s2e-ontogum/model-tuned.
+DEV.spacy: the dev Docs the score is taken on (OntoGUM dev: CoNLL F1; GAP
+validation: GAP F1 at the tuned threshold). Tokens/s: one pass of
+`nlp.pipe` over the dev texts (no gold), after a warm-up document.
+"""
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine_line, quiet, set_threads  # noqa: E402
+
+
+def dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file()) / 2**20
+
+
+def measure(nlp, gold) -> dict:
+    from spacy.training import Example
+
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in gold]
+    scores = nlp.evaluate(examples)
+    key = "coref_conll_f" if "coref_conll_f" in scores and "gap_f" not in scores else "gap_f"
+    texts = [doc.text for doc in gold]
+    list(nlp.pipe(texts[:1]))
+    start = time.perf_counter()
+    n_tokens = sum(len(doc) for doc in nlp.pipe(texts, batch_size=8))
+    seconds = time.perf_counter() - start
+    return {"metric": key, "score": 100 * scores[key], "tokens_per_s": n_tokens / seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pipeline", type=Path)
+    parser.add_argument("dev", type=Path)
+    parser.add_argument("--dtypes", default="bfloat16,float16,float32")
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    quiet()
+    threads = set_threads(args.threads)
+    import spacy
+
+    from spacy_memcoref import pretrained
+    from spacy_memcoref.corpora.docbin import read_docbin
+
+    print(machine_line(threads))
+    full = spacy.load(args.pipeline)
+    gold = read_docbin(args.dev, full.vocab)
+    rows = [("spacy.load (every weight, float32)", dir_mb(args.pipeline), measure(full, gold))]
+    del full
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype in args.dtypes.split(","):
+            out = Path(tmp) / dtype
+            pretrained.build(args.pipeline, out, name="benchmark", dtype=dtype)
+            rows.append((f"pretrained-build, {dtype}", dir_mb(out), measure(pretrained.load(out), gold)))
+    print(f"| form | MB on disk | {rows[0][2]['metric']} (dev) | tokens/s |")
+    print("| --- | --: | --: | --: |")
+    for name, size, result in rows:
+        print(f"| {name} | {size:.1f} | {result['score']:.2f} | {result['tokens_per_s']:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
