@@ -288,11 +288,13 @@ def test_assets_are_public_and_pinned():
         assert re.fullmatch(r"[0-9a-f]{32}", asset["checksum"])
     # OntoGUM: GUM's coref/ontogum and splits.md at the release tag, where the variables point
     gum = {a["git"]["path"]: a for a in assets if "git" in a}
-    assert set(gum) == {"coref/ontogum", "splits.md"}
+    assert set(gum) == {"coref/ontogum", "splits.md", "dep"}
     for asset in gum.values():
         assert asset["git"]["repo"] == "https://github.com/amir-zeldes/gum" and asset["git"]["branch"] == "V11.1.0"
     assert gum["coref/ontogum"]["dest"] == config["vars"]["ontogum_dir"]
     assert gum["splits.md"]["dest"] == config["vars"]["ontogum_splits"]
+    # GUM's own entity layer (every mention, types, information status)
+    assert gum["dep"]["dest"] == config["vars"]["gum_entities_dir"]
     # LitBank: the archive of one commit (40 hex digits), the default of vars.litbank
     (litbank,) = [a for a in assets if "url" in a and "litbank" in a["url"]]
     assert re.fullmatch(r"https://github.com/dbamman/litbank/archive/[0-9a-f]{40}\.tar\.gz", litbank["url"])
