@@ -6,8 +6,12 @@ cluster (num_cpus=2) and skip when the `ray` extra is not installed.
 """
 import inspect
 import json
+import os
 import pickle
+import signal
+import subprocess
 import sys
+import time
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -292,6 +296,32 @@ def test_clear_errors_for_missing_model_input_and_options(model_dir, corpus, tmp
         assert message in result.output, (args, result.output)
 
 
+def test_prefix_the_pipeline_does_not_write_is_refused(model_dir, tmp_path):
+    """--prefix naming no span key of the pipeline used to give every record
+    "clusters": [] and exit 0."""
+    small = write_jsonl(tmp_path / "small.jsonl", TEXTS[:2])
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(small), str(tmp_path / "out"), "--prefix", "coref_clusterz"])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --prefix 'coref_clusterz': the pipeline ") and "writes no clusters under that prefix" in line
+    assert "its coreference component writes them under 'coref_clusters'" in line, line
+    assert not (tmp_path / "out").exists(), "refused before any document"
+    from spacy_memcoref.annotate import MemcorefPredictor
+    from spacy_memcoref.annotate.runner import choose_prefix
+
+    with pytest.raises(ValueError, match="writes no clusters under that prefix"):
+        MemcorefPredictor(model_dir, prefix="coref_clusterz")
+    assert MemcorefPredictor(model_dir).prefix == "coref_clusters"
+    # the prefix the pipeline writes is taken, given or not
+    summary = annotate_corpus(model_dir, small, tmp_path / "out2", prefix="coref_clusters", progress=False)
+    assert summary.documents == 2 and summary.clusters > 0
+    # several components: each one's prefix is named; no memcoref component: nothing known, any prefix
+    with pytest.raises(ValueError, match=r"components write them under the prefixes 'a', 'b' \(doc\.spans\['a_1'\]"):
+        choose_prefix("c", ["a", "b"], "model")
+    assert choose_prefix(None, ["b", "a"], "model") == "b" and choose_prefix("b", ["a", "b"], "model") == "b"
+    assert choose_prefix("mine", [], "model") == "mine" and choose_prefix(None, None, "model") == "coref_clusters"
+
+
 def test_ray_engine_without_ray_says_how_to_install(model_dir, corpus, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(tmp_path / "o"), "--engine", "ray"])
@@ -487,16 +517,50 @@ def test_duplicate_ids_are_warned_once_and_counted(model_dir, tmp_path):
     assert [r["id"] for r in read_records(tmp_path / "out3")] == ["1", "2", "3"]
 
 
-def test_empty_input(model_dir, tmp_path):
+def test_input_of_no_documents_is_refused_like_predict(model_dir, tmp_path):
+    """An empty or blank-only input used to "succeed" with a complete manifest
+    of 0 documents, while `convert` and `predict` refuse an empty input."""
     empty = tmp_path / "empty.jsonl"
-    empty.write_text("\n\n", encoding="utf8")
-    summary = annotate_corpus(model_dir, empty, tmp_path / "out", progress=False)
-    assert summary.documents == 0 and summary.shards == 0 and summary.complete
-    assert manifest(tmp_path / "out")["complete"] and manifest(tmp_path / "out")["n_shards"] == 0
-    assert not list((tmp_path / "out").glob("shard-*"))
+    empty.write_text("\n  \n\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"empty\.jsonl: the file holds no documents: it is empty or holds only blank lines"):
+        annotate_corpus(model_dir, empty, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists(), "no manifest, no folder"
+    result = CliRunner().invoke(app, ["annotate", model_dir, str(empty), str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {empty.resolve()}: the file holds no documents: it is empty or holds only blank lines"
+    assert not (tmp_path / "out").exists()
+    # an existing OUTPUT_DIR is left as it was
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (tmp_path / "zero.jsonl").write_bytes(b"")
+    with pytest.raises(ValueError, match="holds no documents"):
+        annotate_corpus(model_dir, tmp_path / "zero.jsonl", existing, progress=False)
+    assert not list(existing.iterdir())
+    # a DocBin of no Docs: the words of `predict`
+    nothing = tmp_path / "nothing.spacy"
+    DocBin().to_disk(nothing)
+    runner = CliRunner()
+    predicted = runner.invoke(app, ["predict", model_dir, str(nothing), str(tmp_path / "p.spacy")])
+    annotated = runner.invoke(app, ["annotate", model_dir, str(nothing), str(tmp_path / "out2")])
+    assert predicted.exit_code == annotated.exit_code == 1
+    assert "nothing.spacy: the DocBin holds no Docs" in predicted.output, predicted.output
+    assert "nothing.spacy: the DocBin holds no Docs" in annotated.output, annotated.output
+    assert not (tmp_path / "out2").exists()
+    # a folder of blank JSONL files
+    folder = tmp_path / "blank"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("\n", encoding="utf8")
+    (folder / "b.jsonl").write_text("", encoding="utf8")
+    with pytest.raises(ValueError, match=r"blank: the folder holds no documents"):
+        annotate_corpus(model_dir, folder, tmp_path / "out3", progress=False)
     (tmp_path / "nothing").mkdir()
     with pytest.raises(ValueError, match="no input files"):
-        annotate_corpus(model_dir, tmp_path / "nothing", tmp_path / "out2", progress=False)
+        annotate_corpus(model_dir, tmp_path / "nothing", tmp_path / "out4", progress=False)
+    # one bad line is an input (a bad item), not an empty one
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n{oops\n", encoding="utf8")
+    with pytest.raises(BadInput, match=r"bad\.jsonl:2: malformed JSON"):
+        annotate_corpus(model_dir, bad, tmp_path / "out5", progress=False)
 
 
 def test_document_of_20k_tokens(model_dir, tmp_path):
@@ -566,6 +630,181 @@ def test_pool_found_broken_at_submit_redoes_its_shards(monkeypatch, break_at):
     results = list(local.run_pool(plans, "model", {}, n_process=2))
     assert sorted(results) == [("annotated", i) for i in range(7)], "each shard once, none lost"
     assert _PoolThatBreaksOnSubmit.pools == 2, "one restart"
+
+
+# ----- a killed or stopped run: no orphaned workers -------------------------------------
+
+# `annotate --n-process 2` in a process of its own, hanging (annotate._faults.Stall)
+# in shard argv[1] and after, so that shards 0 .. argv[1]-1 are written and the
+# workers are busy when the test kills it
+_STALLED_ANNOTATE = """
+import sys
+from spacy_memcoref.annotate import _faults
+from spacy_memcoref.cli import app
+with _faults.inject(stall=_faults.Stall(shard=int(sys.argv[1]))):
+    app(sys.argv[2:], prog_name="spacy_memcoref")
+"""
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes with /proc (Linux)")
+
+
+def _proc_stat(pid: int):
+    """(state, parent pid) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def _alive(pid: int) -> bool:
+    stat = _proc_stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")  # a zombie waits for its new parent to reap it
+
+
+def _children(pid: int):
+    """{pid: command line} of the live child processes of `pid`."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _proc_stat(int(name))
+            if stat is not None and stat[1] == pid and _alive(int(name)):
+                try:
+                    with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                        found[int(name)] = cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace")
+                except OSError:
+                    pass
+    return found
+
+
+def _start_stalled_annotate(model_dir, corpus, out: Path, log: Path, *, stall_at: int = 2):
+    """Start the run and wait until shards 0 .. stall_at-1 are recorded (both
+    workers have then loaded the pipeline). RETURNS (process, its children)."""
+    args = [sys.executable, "-c", _STALLED_ANNOTATE, str(stall_at), "annotate", model_dir, str(corpus), str(out)]
+    args += ["--n-process", "2", "--threads", "1", "--shard-size", "2", "--batch-size", "4", "--no-progress"]
+    with open(log, "wb") as log_file:
+        proc = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"annotate ended early ({proc.returncode}): {log.read_text(errors='replace')[-3000:]}")
+        try:
+            if len(manifest(out)["shards"]) >= stall_at:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(f"annotate wrote no {stall_at} shards in time: {log.read_text(errors='replace')[-3000:]}")
+    children = _children(proc.pid)
+    workers = [pid for pid, cmd in children.items() if "spawn_main" in cmd]
+    assert len(workers) == 2, children
+    return proc, children
+
+
+def _wait_gone(pids, seconds: float):
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    return {pid for pid in pids if _alive(pid)}
+
+
+def _cleanup(proc, pids) -> None:
+    """Kill what a failed test left (the processes this test started, by pid)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pid in pids:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.mark.slow
+@needs_proc
+def test_workers_die_with_a_killed_parent(model_dir, corpus, tmp_path):
+    """kill -9 of `annotate --n-process 2` used to leave both workers (~700 MB
+    each) and the resource tracker running, with parent 1."""
+    proc, children = _start_stalled_annotate(model_dir, corpus, tmp_path / "out", tmp_path / "log")
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        left = _wait_gone(children, 10)
+        assert not left, f"orphaned: {[children[pid] for pid in left]}"
+    finally:
+        _cleanup(proc, children)
+
+
+@pytest.mark.slow
+@needs_proc
+def test_sigterm_stops_the_workers_and_a_rerun_resumes(model_dir, corpus, reference, tmp_path):
+    """SIGTERM used to kill the parent alone (its workers ran on, orphaned)."""
+    out = tmp_path / "out"
+    log = tmp_path / "log"
+    proc, children = _start_stalled_annotate(model_dir, corpus, out, log)
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 1
+        left = _wait_gone(children, 10)
+        assert not left, f"still running: {[children[pid] for pid in left]}"
+    finally:
+        _cleanup(proc, children)
+    errors = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: stopped by SIGTERM: {out} keeps the 2 finished shards (2 of them written by this run): rerun the same command to resume"
+    ], log.read_text(errors="replace")[-3000:]
+    m = manifest(out)
+    assert sorted(m["shards"]) == ["0", "1"] and not m["complete"]
+    assert not (out / "shard-000002.jsonl").exists()
+    summary = annotate_corpus(model_dir, corpus, out, shard_size=2, batch_size=4, progress=False)
+    assert summary.skipped_shards == 2 and summary.shards == 10 and summary.complete
+    assert manifest(out)["complete"] and manifest(out)["totals"]["n_docs"] == 23
+    assert read_records(out) == read_records(reference)
+
+
+_MIDDLE = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(__import__("os").getpid())])
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+_ORPHAN = """
+import sys, time
+from spacy_memcoref.annotate import local
+local._set_parent_death_signal = lambda signum: False  # the watcher thread alone, as where there is no prctl
+local.die_with_parent(int(sys.argv[1]), poll_s=0.1)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@needs_proc
+def test_parent_watcher_ends_a_worker_without_the_death_signal(tmp_path):
+    """The portable fallback of PR_SET_PDEATHSIG: a thread that sees the
+    parent go (os.getppid() changes) ends the worker."""
+    import select
+
+    def readline(seconds: float = 60) -> bytes:
+        ready, _, _ = select.select([proc.stdout], [], [], seconds)
+        return proc.stdout.readline() if ready else b"(nothing in time)"
+
+    proc = subprocess.Popen([sys.executable, "-c", _MIDDLE, _ORPHAN], stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
+    child = None
+    try:
+        child = int(readline())
+        assert readline().strip() == b"ready"
+        assert _alive(child)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert not _wait_gone([child], 5), "the orphan should have ended itself"
+    finally:
+        _cleanup(proc, [child] if child else [])
+        proc.stdout.close()
 
 
 # ----- Ray ------------------------------------------------------------------------------
@@ -671,6 +910,34 @@ def test_resolved_records_match_resolve_and_predict_option(model_dir, reference,
     assert result.exit_code == 0, result.output
     for doc in DocBin().from_disk(predicted).get_docs(nlp.vocab):
         assert doc.user_data["resolved"]["text"] == resolve(doc).text
+
+
+def test_resolved_text_is_stored_in_the_docbin_as_predict_stores_it(model_dir, tmp_path):
+    """annotate --resolved --format spacy computed the resolved text and
+    dropped it from the DocBin."""
+    small = write_jsonl(tmp_path / "small.jsonl", TEXTS[:3])
+    out = tmp_path / "out"
+    args = ["annotate", model_dir, str(small), str(out), "--format", "jsonl,spacy", "--resolved", "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    records = read_records(out)
+    nlp = spacy.blank("en")
+    docs = list(DocBin().from_disk(out / "shard-000000.spacy").get_docs(nlp.vocab))
+    assert [d.user_data["doc_id"] for d in docs] == ["doc0", "doc1", "doc2"]
+    for record, doc in zip(records, docs):
+        stored = json.loads(json.dumps(doc.user_data["resolved"]))  # a DocBin gives tuples back for lists
+        assert stored == {"text": record["resolved"], "edits": record["edits"]}
+    assert any(r["edits"] for r in records), "the overfit pipeline's clusters hold pronouns"
+    # the same place and the same values as `predict --resolved` (run over the same Docs)
+    predicted = tmp_path / "pred.spacy"
+    result = CliRunner().invoke(app, ["predict", model_dir, str(out / "shard-000000.spacy"), str(predicted), "--resolved"])
+    assert result.exit_code == 0, result.output
+    again = list(DocBin().from_disk(predicted).get_docs(nlp.vocab))
+    assert [d.user_data["resolved"] for d in again] == [d.user_data["resolved"] for d in docs]
+    # without --resolved, nothing is stored
+    annotate_corpus(model_dir, small, tmp_path / "plain", formats="spacy", progress=False)
+    plain = list(DocBin().from_disk(tmp_path / "plain" / "shard-000000.spacy").get_docs(nlp.vocab))
+    assert not any("resolved" in d.user_data for d in plain)
 
 
 def test_text_longer_than_max_length_is_a_bad_document(model_dir, tmp_path):

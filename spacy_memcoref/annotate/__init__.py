@@ -12,11 +12,11 @@ Importing this package does not import Ray.
 """
 from typing import Any
 
-from .errors import AnnotateError
+from .errors import AnnotateError, Terminated
 from .runner import AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record, representative_name
 
-__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
+__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,8 +2,15 @@
 pool of worker processes (`--n-process`), each of which loads the pipeline
 once. A worker that dies (a crash, the OOM killer) is replaced and its shards
 are done again; the writer in this process keeps what was already written.
+A worker dies with this process, however it ends (kill -9 included): on
+Linux by prctl(PR_SET_PDEATHSIG), elsewhere by a thread that watches for
+the parent to go.
 """
 import os
+import signal
+import sys
+import threading
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -51,8 +58,49 @@ def run_inline(
 
 _WORKER: Dict[str, Any] = {}
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 1.0
 
-def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[str, Any]) -> None:
+
+def _set_parent_death_signal(signum: int) -> bool:
+    """Ask Linux to send this process `signum` when its parent dies.
+    RETURNS (bool): whether it was set (False elsewhere than Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        return False
+
+
+def _watch_parent(parent_pid: int, poll_s: float) -> None:
+    """Exit this process when it is no longer `parent_pid`'s child (the
+    parent died and the process was handed to init or a subreaper)."""
+    while True:
+        time.sleep(poll_s)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def die_with_parent(parent_pid: int, *, poll_s: float = PARENT_POLL_S) -> None:
+    """Make this worker process end when `parent_pid` (the process that
+    started it) ends, however it ends: a killed parent must not leave its
+    workers (hundreds of MB each) running. PR_SET_PDEATHSIG where Linux has
+    it, and a daemon thread that polls os.getppid() everywhere (POSIX
+    hands an orphan to another parent). Exits at once when the parent is
+    already gone."""
+    _set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent_pid:  # it died before the death signal was set
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid, poll_s), name="memcoref-watch-parent", daemon=True).start()
+
+
+def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[str, Any], parent_pid: Optional[int] = None) -> None:
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     _WORKER["nlp"] = load_pipeline(model, gpu_id=gpu_id, threads=threads)
     _WORKER["options"] = options
 
@@ -79,7 +127,9 @@ def run_pool(
     ctx = multiprocessing.get_context("spawn")  # fork and torch's threads do not mix
 
     def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_init_worker, initargs=(model, gpu_id, threads, options))
+        return ProcessPoolExecutor(
+            n_process, mp_context=ctx, initializer=_init_worker, initargs=(model, gpu_id, threads, options, os.getpid())
+        )
 
     plans = iter(plans)
     retry: deque = deque()

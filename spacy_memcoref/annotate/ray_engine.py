@@ -25,11 +25,10 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ..doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import AnnotateError
 from .inputs import ShardPlan
 from .results import ShardResult
-from .worker import annotate_shard, doc_record, load_pipeline
+from .worker import annotate_shard, coref_prefixes, doc_record, load_pipeline
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'
 
@@ -222,8 +221,9 @@ class MemcorefPredictor:
     model (str): a pipeline package name or directory.
     text_column (str): the column with the texts.
     batch_size (int): documents a `nlp.pipe` batch.
-    prefix (Optional[str]): span-group prefix of the clusters (default
-        "coref_clusters").
+    prefix (Optional[str]): span-group prefix of the clusters (default: the
+        pipeline's memcoref component's); one that the pipeline's memcoref
+        components do not write is refused (ValueError).
     threads (Optional[int]): torch threads in each actor (default: torch's).
     use_gpu (Optional[bool]): None: run on the GPU when Ray gave the actor
         one (`num_gpus=1` in map_batches); False: never; True: require one.
@@ -242,10 +242,12 @@ class MemcorefPredictor:
         threads: Optional[int] = None,
         use_gpu: Optional[bool] = None,
     ) -> None:
+        from .runner import choose_prefix
+
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
         self.text_column = text_column
         self.batch_size = batch_size
-        self.prefix = prefix or CLUSTER_PREFIX
+        self.prefix = choose_prefix(prefix, coref_prefixes(self.nlp), model)
 
     def annotate(self, texts: List[str]) -> List[Dict[str, Any]]:
         """The record (without id) of each text."""

@@ -1,8 +1,12 @@
 """`annotate_corpus`: a corpus in, numbered shards of coreference clusters out,
 on one machine or on Ray, resumable."""
+import contextlib
 import hashlib
+import itertools
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -10,7 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
+from ..errors import DataFormatError
 from . import _faults
+from .errors import Terminated
 from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
 from .results import ShardResult
@@ -131,22 +137,59 @@ def check_model(model: str) -> Optional[Path]:
     raise ValueError(f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package")
 
 
-def pipeline_prefix(model_dir: Optional[Path]) -> str:
-    """span_cluster_prefix of the pipeline's first memcoref component (from its
-    config.cfg), else the default."""
+def pipeline_prefixes(model_dir: Optional[Path]) -> Optional[List[str]]:
+    """The span_cluster_prefix of each enabled memcoref component of the
+    pipeline (from its config.cfg), in pipeline order: the prefixes under
+    which it writes clusters. None when the config cannot be read (then
+    nothing is known)."""
     if model_dir is None or not (model_dir / "config.cfg").exists():
-        return CLUSTER_PREFIX
+        return None
     from thinc.api import Config
 
     try:
         config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
+        try:
+            config = config.interpolate()  # a prefix given as ${vars...}
+        except Exception:
+            pass
     except Exception:
-        return CLUSTER_PREFIX
-    for name in config.get("nlp", {}).get("pipeline", []):
+        return None
+    nlp_block = config.get("nlp", {})
+    disabled = set(nlp_block.get("disabled", []) or [])
+    prefixes: List[str] = []
+    for name in nlp_block.get("pipeline", []):
         block = config.get("components", {}).get(name, {})
-        if block.get("factory") in COREF_FACTORIES:
-            return str(block.get("span_cluster_prefix", CLUSTER_PREFIX))
-    return CLUSTER_PREFIX
+        if name not in disabled and block.get("factory") in COREF_FACTORIES:
+            prefix = str(block.get("span_cluster_prefix", CLUSTER_PREFIX))
+            if prefix not in prefixes:
+                prefixes.append(prefix)
+    return prefixes
+
+
+def choose_prefix(prefix: Optional[str], written: Optional[Sequence[str]], model: str) -> str:
+    """The prefix of the clusters to read: `prefix` when the pipeline writes
+    it, the pipeline's own when None; a prefix the pipeline's coreference
+    components do not write (every record would have no clusters) is refused.
+    A pipeline with no memcoref component (another coreference component)
+    takes any prefix.
+
+    prefix (Optional[str]): --prefix, or None.
+    written (Optional[Sequence[str]]): the prefixes the pipeline writes
+        (pipeline_prefixes; None or empty: unknown).
+    model (str): the pipeline, for the message.
+    RETURNS (str): the prefix.
+    RAISES ValueError: the pipeline writes no clusters under `prefix`.
+    """
+    if prefix is None or prefix == "":
+        return written[0] if written else CLUSTER_PREFIX
+    if written and prefix not in written:
+        names = ", ".join(repr(p) for p in written)
+        which = "components write them under the prefixes" if len(written) > 1 else "component writes them under"
+        raise ValueError(
+            f"--prefix {prefix!r}: the pipeline {model} writes no clusters under that prefix; its coreference "
+            f"{which} {names} (doc.spans['{written[0]}_1'], ...): give one of those, or leave --prefix out"
+        )
+    return prefix
 
 
 def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:
@@ -205,10 +248,13 @@ def annotate_corpus(
         or folder that cannot be read, a symbolic link loop, a truncated or
         corrupt DocBin), each of which counts as one error.
     resolved (bool): add "resolved" (the text with pronouns replaced by their
-        cluster's representative) and "edits" to each JSONL record.
+        cluster's representative) and "edits" to each JSONL record, and
+        store them in each DocBin Doc's user_data["resolved"] = {"text",
+        "edits"}, as `predict --resolved` does.
     overwrite (bool): replace an OUTPUT_DIR written by another run.
     prefix (Optional[str]): span-group prefix of the clusters (default: the
-        pipeline's memcoref component's).
+        pipeline's memcoref component's); one that the pipeline's memcoref
+        components do not write is refused.
     n_process (Optional[int]): local engine: worker processes (default 1).
     threads (Optional[int]): local engine: torch threads a process (default:
         torch's for one process, the cores shared out for several).
@@ -222,6 +268,11 @@ def annotate_corpus(
     progress (Optional[bool]): show a progress bar (None: when stderr is a terminal).
     log (Optional[Callable[[str], None]]): where to say what happens.
     The options of the engine not chosen must be left unset (None).
+    An input that holds no document (an empty or blank-only JSONL file, a
+    DocBin of no Docs) is refused (DataFormatError naming it) before
+    OUTPUT_DIR is made. SIGTERM (when SIGTERM has no handler of the
+    caller's and this is the main thread) stops the workers and raises
+    Terminated; the shards written stay recorded, so a rerun resumes.
     RETURNS (AnnotateSummary): what this run did and what OUTPUT_DIR holds.
     """
     say = log or (lambda message: None)
@@ -234,21 +285,29 @@ def annotate_corpus(
     job = _prepare(
         model, input_path, output_dir, formats=formats, text_field=text_field, id_field=id_field, input_format=input_format,
         encoding=encoding, shard_size=shard_size, batch_size=batch_size, skip_errors=skip_errors, resolved=resolved,
-        prefix=prefix, die_once=faults.die_once,
+        prefix=prefix, die_once=faults.die_once, stall=faults.stall,
     )
+    plans = _plans_of_some_documents(job.spec, shard_size)
     summary = AnnotateSummary(output_dir=str(output_dir))
     with OutputDir(output_dir, job.identity, overwrite=overwrite) as out:
         n_done_before = len(out.manifest["shards"])
         if n_done_before:
             say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
         duplicates = DuplicateIds()
-        pending = _PendingShards(job.spec, shard_size, out, duplicates, text_field=text_field, id_field=id_field, encoding=encoding)
+        pending = _PendingShards(plans, out, duplicates, text_field=text_field, id_field=id_field, encoding=encoding)
         bar = _Progress(progress)
         start = time.time()
         try:
-            results = _start_engine(engine_opts, pending, job.model, job.options, summary=summary, bar=bar, say=say)
-            windows = _write_results(results, out, summary, duplicates, bar, fail_after_shards=faults.fail_after_shards)
-            out.finish(pending.planned)
+            with _stop_on_sigterm():
+                results = _start_engine(engine_opts, pending, job.model, job.options, summary=summary, bar=bar, say=say)
+                windows = _write_results(results, out, summary, duplicates, bar, fail_after_shards=faults.fail_after_shards)
+                out.finish(pending.planned)
+        except _SigTerm:
+            n_kept = len(out.manifest["shards"])
+            raise Terminated(
+                f"stopped by SIGTERM: {output_dir} keeps the {n_kept} finished shards ({summary.shards} of them "
+                "written by this run): rerun the same command to resume"
+            ) from None
         finally:
             bar.close()
         summary.skipped_shards = pending.skipped
@@ -353,12 +412,13 @@ def _prepare(
     resolved: bool,
     prefix: Optional[str],
     die_once: Optional[_faults.DieOnce] = None,
+    stall: Optional[_faults.Stall] = None,
 ) -> _Job:
     """Find the pipeline and the input (or raise a clear error)."""
     model_dir = check_model(model)
     if Path(model).exists():
         model = str(Path(model).resolve())  # workers (Ray's too) may run elsewhere than in this folder
-    prefix = prefix or pipeline_prefix(model_dir)
+    prefix = choose_prefix(prefix, pipeline_prefixes(model_dir), model)
     spec = resolve_input(input_path, input_format, output_dir=output_dir)
     identity = {
         "input": spec.path,
@@ -384,7 +444,58 @@ def _prepare(
     }
     if die_once is not None:  # tests only
         options[_faults.DIE_ONCE] = die_once
+    if stall is not None:  # tests only
+        options[_faults.STALL] = stall
     return _Job(model, spec, identity, options)
+
+
+def _no_documents(spec: InputSpec) -> DataFormatError:
+    """The error of an input that holds no document (predict's rule: an
+    input with nothing to annotate is refused, naming the file)."""
+    if spec.single is None:
+        what = "*.jsonl files are empty or hold only blank lines" if spec.kind == "jsonl" else "*.spacy files hold no Docs"
+        return DataFormatError(spec.path, None, f"the folder holds no documents: its {what}")
+    if spec.kind == "spacy":
+        return DataFormatError(spec.path, None, "the DocBin holds no Docs")
+    return DataFormatError(spec.path, None, "the file holds no documents: it is empty or holds only blank lines")
+
+
+def _plans_of_some_documents(spec: InputSpec, shard_size: int) -> Iterator[ShardPlan]:
+    """plan_shards(spec, shard_size), with its first shard planned now: an
+    input of no documents (no items, bad ones included) is refused before
+    any output is made."""
+    plans = plan_shards(spec, shard_size)
+    first = next(plans, None)
+    if first is None:
+        raise _no_documents(spec)
+    return itertools.chain([first], plans)
+
+
+class _SigTerm(BaseException):
+    """SIGTERM came (raised by the handler of _stop_on_sigterm). Not an
+    Exception, so that no `except Exception` on the way swallows it."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Inside the block, SIGTERM raises _SigTerm in the main thread: the
+    engine's cleanup runs (the worker processes are stopped) and the shards
+    written so far stay recorded, so that a rerun resumes. A second SIGTERM
+    kills at once. Left as it is when this is not the main thread or when
+    SIGTERM already has a handler (the caller's) or is ignored."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise _SigTerm()
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class _PendingShards:
@@ -394,10 +505,9 @@ class _PendingShards:
     planned: the shards of the input so far, done or not; skipped: the done ones."""
 
     def __init__(
-        self, spec: InputSpec, shard_size: int, out: OutputDir, duplicates: DuplicateIds, *, text_field: str, id_field: str, encoding: str
+        self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, *, text_field: str, id_field: str, encoding: str
     ) -> None:
-        self.spec = spec
-        self.shard_size = shard_size
+        self.plans = plans
         self.out = out
         self.duplicates = duplicates
         self.read_options = {"text_field": text_field, "id_field": id_field, "encoding": encoding}
@@ -405,7 +515,7 @@ class _PendingShards:
         self.skipped = 0
 
     def __iter__(self) -> Iterator[ShardPlan]:
-        for plan in plan_shards(self.spec, self.shard_size):
+        for plan in self.plans:
             self.planned += 1
             if self.out.done(plan.index) is not None:
                 self.out.check_unchanged(plan.index, plan.digest)

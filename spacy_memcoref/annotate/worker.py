@@ -14,7 +14,9 @@ cluster's representative (resolution's rule: its first proper-noun mention,
 else its first non-pronoun mention), else its longest mention. With
 `resolved`, the record also has "resolved" (the text with pronouns
 replaced, spacy_memcoref.resolve) and "edits" (one {"source": [start, end],
-"target": [start, end], "text": ...} a replacement).
+"target": [start, end], "text": ...} a replacement); a DocBin Doc then
+holds the same in user_data["resolved"] = {"text": ..., "edits": [...]}, as
+`predict --resolved` stores it.
 """
 import dataclasses
 import json
@@ -25,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
 from ..resolution import edits_as_records, is_tagged, representative_of, resolve
-from ._faults import DIE_ONCE
+from ._faults import DIE_ONCE, STALL
 from .inputs import Item, ShardPlan, read_shard
 from .results import ShardResult
 
@@ -160,9 +162,11 @@ def annotate_shard(
 
         docbin = DocBin(store_user_data=True)
     die_once = options.get(DIE_ONCE)  # tests only (annotate._faults)
+    stall = options.get(STALL)  # tests only
+    resolved = bool(options.get("resolved"))
     docs = nlp.pipe((item.content for item in good), batch_size=int(options.get("batch_size", 8)))
     for item, doc in zip(good, docs):
-        record = doc_record(item.id, doc, prefix, resolved=bool(options.get("resolved")))
+        record = doc_record(item.id, doc, prefix, resolved=resolved)
         lines.append(dumps(record))
         result.n_docs += 1
         result.n_tokens += record["n_tokens"]
@@ -170,11 +174,15 @@ def annotate_shard(
         result.ids.append(item.id)
         if docbin is not None:
             doc.user_data.setdefault("doc_id", item.id)
+            if resolved:  # where `predict --resolved` stores it
+                doc.user_data["resolved"] = {"text": record["resolved"], "edits": record["edits"]}
             docbin.add(doc)
         if on_docs is not None:
             on_docs(1, record["n_tokens"])
         if die_once is not None:
             die_once.strike(plan.index)
+        if stall is not None:
+            stall.strike(plan.index)
     if result.n_docs != len(good):
         raise RuntimeError(f"shard {plan.index}: the pipeline returned {result.n_docs} of {len(good)} documents")
     result.n_errors = len(bad)
@@ -187,6 +195,18 @@ def annotate_shard(
     result.t_start, result.t_end = t_start, time.time()
     result.peak_rss_mb = peak_rss_mb()
     return result
+
+
+def coref_prefixes(nlp) -> List[str]:
+    """The span_cluster_prefix of each memcoref component of a loaded
+    pipeline (enabled ones), in pipeline order: where it writes clusters."""
+    from ..pipeline.coref_component import CorefComponent
+
+    prefixes: List[str] = []
+    for _, pipe in nlp.pipeline:
+        if isinstance(pipe, CorefComponent) and pipe.prefix not in prefixes:
+            prefixes.append(pipe.prefix)
+    return prefixes
 
 
 def load_pipeline(model: str, *, gpu_id: int = -1, threads: Optional[int] = None):
