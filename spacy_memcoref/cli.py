@@ -17,7 +17,7 @@ from .errors import DataFormatError, ModelLoadError, shorten
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
 COMMAND_ORDER = (
     "convert", "export", "score", "tune-link-threshold", "tune-gap-threshold",
-    "predict", "annotate", "quantize", "visualize", "count-people",
+    "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
 )
 
 
@@ -289,7 +289,8 @@ def _file_being_read(err: BaseException) -> Optional[Path]:
 def load_pipeline(model: str, gpu_id: int = -1):
     """spacy.load(model) on the GPU `gpu_id` (-1: CPU), with errors a user can act on.
 
-    model (str): a package name or a directory.
+    model (str): a package name, a directory, or the name of a model shipped
+        with this package ("s2e-ontogum", "petra-gap").
     gpu_id (int): the GPU, or -1.
     RETURNS (Language): the pipeline.
     RAISES ValueError: the GPU cannot be used, or a file of the pipeline cannot
@@ -304,6 +305,10 @@ def load_pipeline(model: str, gpu_id: int = -1):
             spacy.require_gpu(gpu_id)
         except ValueError as err:
             raise ValueError(f"--gpu-id {gpu_id}: {err}") from None
+    from . import pretrained
+
+    if not Path(model).exists() and model in pretrained.available():
+        return pretrained.load(model)
     try:
         return spacy.load(model)
     except Exception as err:
@@ -588,7 +593,7 @@ def annotate_cmd(
     shard_size: int = typer.Option(1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
     skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines and bad files (unreadable, symlink loops, truncated DocBins: one error each) in shard-*.errors.jsonl and go on (default: stop at the first)."),
-    resolved: bool = typer.Option(False, "--resolved", help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record.'),
+    resolved: bool = typer.Option(False, "--resolved", help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record; with --format spacy, store them in each Doc\'s user_data["resolved"], as predict --resolved does.'),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
     prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
     n_process: Optional[int] = typer.Option(None, "--n-process", help="local: worker processes (default 1)."),
@@ -625,6 +630,36 @@ def _dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
+def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
+    """Quantize the encoder of each memcoref component of `nlp`, in place.
+
+    RETURNS (Dict[str, int]): component name -> Linear layers made int8.
+    RAISES ValueError: naming the pipeline when it is already int8 (its meta
+        says so, or a component's encoder is: quantizing twice would only
+        lose more precision) or has no memcoref transformer to quantize.
+    """
+    from .models.int8 import quantize_encoders
+    from .pipeline.coref_component import CorefComponent
+
+    done = nlp.meta.get("memcoref_int8")
+    if done:
+        layers = ", ".join(f"{name}: {n}" for name, n in (done.get("linear_layers") or {}).items())
+        raise ValueError(
+            f"{model} is already an int8 pipeline (made by `quantize`; meta.json memcoref_int8: {layers or done}): "
+            "quantize its float32 source instead"
+        )
+    counts = {}
+    for name, pipe in nlp.pipeline:
+        if isinstance(pipe, CorefComponent):
+            try:
+                counts[name] = quantize_encoders(pipe.model)
+            except ValueError as err:
+                raise ValueError(f"{model}: component {name!r}: {err}: quantize its float32 source instead") from err
+    if not any(counts.values()):
+        raise ValueError(f"{model}: no memcoref component with a transformer encoder: nothing to quantize")
+    return counts
+
+
 @app.command("quantize", short_help='Write an int8 copy of a pipeline for CPU inference.')
 def quantize_cmd(
     model: str = typer.Argument(..., help="A trained pipeline: a directory or an installed package name."),
@@ -636,35 +671,18 @@ def quantize_cmd(
     the fly). spacy.load and spacy package take the copy as any pipeline; it
     runs on CPU only. The heads stay float32; bfloat16 autocast, if the
     config asks for it, leaves the int8 encoder alone."""
-    import shutil
-    import tempfile
+    from .util import atomic_output_dir, refuse_overwriting_input
 
-    from .models.int8 import quantize_encoders
-    from .pipeline.coref_component import CorefComponent
-
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
-        raise _fail(ValueError(f"{output} exists and is not an empty directory: choose a new OUTPUT"))
-    if Path(model).exists() and output.resolve() == Path(model).resolve():
-        raise _fail(ValueError("OUTPUT must not be the pipeline itself"))
     try:
+        if Path(model).exists():
+            refuse_overwriting_input([model], output)
+        if output.exists() and (not output.is_dir() or any(output.iterdir())):
+            raise ValueError(f"{output} exists and is not an empty directory: choose a new OUTPUT")
         nlp = load_pipeline(model)
-        counts = {}
-        for name, pipe in nlp.pipeline:
-            if isinstance(pipe, CorefComponent):
-                counts[name] = quantize_encoders(pipe.model)
-        if not any(counts.values()):
-            raise ValueError(f"{model}: no memcoref component with a transformer encoder: nothing to quantize")
+        counts = _quantize_pipeline(nlp, model)
         nlp.meta["memcoref_int8"] = {"linear_layers": counts, "scheme": "dynamic, per-channel qint8 weights"}
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent))
-        try:
+        with atomic_output_dir(output) as tmp:
             nlp.to_disk(tmp)
-            if output.exists():
-                output.rmdir()
-            tmp.rename(output)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     except (ValueError, OSError) as err:
         raise _fail(err)
     for name, n in counts.items():
@@ -677,6 +695,65 @@ def quantize_cmd(
         "int8 changes the encoder's vectors: score the copy on your dev data before you use it "
         "(python benchmarks/s2e_speed.py --precision --model MODEL --dev DEV.spacy)"
     )
+
+
+@app.command("info", short_help="List the trained models shipped with the package: data, licences, recipe, scores.")
+def info_cmd(
+    name: Optional[str] = typer.Argument(None, help="One shipped model (default: all of them)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metadata as JSON."),
+) -> None:
+    """What each trained model inside the package is: what it was trained on
+    and under which licences, the recipe and seed, its scores and size.
+    Load one with spacy_memcoref.load(NAME)."""
+    from . import pretrained
+
+    try:
+        names = [name] if name else pretrained.available()
+        metas = [pretrained.info(n) for n in names]
+    except ValueError as err:
+        raise _fail(err)
+    if as_json:
+        typer.echo(json.dumps(metas, indent=2, sort_keys=True))
+        return
+    if not metas:
+        typer.echo("no trained model ships with this installation")
+    for meta in metas:
+        for line in pretrained.describe(meta):
+            typer.echo(line)
+
+
+@app.command("pretrained-build", short_help="Store a trained pipeline as a shipped model (what training changed, checksummed).")
+def pretrained_build_cmd(
+    model: Path = typer.Argument(..., help="A trained pipeline folder whose encoder is the embedded all-MiniLM-L6-v2."),
+    output: Path = typer.Argument(..., help="The folder to write (config.cfg, weights.safetensors, meta.json)."),
+    name: str = typer.Option(..., "--name", help="The model's name, e.g. s2e-ontogum."),
+    meta_file: Optional[Path] = typer.Option(None, "--meta", help="A JSON file of what to record: description, sources, recipe."),
+    dev: Optional[Path] = typer.Option(None, "--dev", help="A DocBin to score the STORED form on; the scores go into meta.json."),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16, float16 or float32."),
+) -> None:
+    """Write what training changed relative to the embedded encoder (the
+    fine-tuned layers, the head) as safetensors with a SHA-256 each, then
+    load the stored form back and score it on --dev, so the recorded scores
+    are those of what ships."""
+    from . import pretrained
+    from .corpora.docbin import read_docbin
+
+    try:
+        extra = json.loads(meta_file.read_text(encoding="utf8")) if meta_file else {}
+        record = pretrained.build(model, output, name=name, dtype=dtype, meta=extra)
+        if dev is not None:
+            from spacy.training import Example
+
+            nlp = pretrained.load(output)
+            gold = read_docbin(dev, nlp.vocab)
+            scores = nlp.evaluate([Example(nlp.make_doc(doc.text), doc) for doc in gold])
+            kept = {key: round(float(value), 4) for key, value in scores.items() if isinstance(value, (int, float)) and key.startswith(("coref_", "gap_"))}
+            record["scores"] = {**record.get("scores", {}), **{f"{dev.name}: {key}": value for key, value in kept.items()}}
+            pretrained.write_meta(output, record)
+    except (ValueError, OSError) as err:
+        raise _fail(err)
+    for line in pretrained.describe(record):
+        typer.echo(line)
 
 
 def main() -> None:
