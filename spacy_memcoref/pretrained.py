@@ -199,7 +199,10 @@ def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
     if left:
         raise PretrainedError(f"{folder / WEIGHTS_FILE}: tensors of no component of the pipeline: {left[:5]}")
     for pipe_name, pipe in coref_components(nlp):
-        pipe.cfg.update(meta.get("component_cfg", {}).get(pipe_name, {}))
+        stored_cfg = meta.get("component_cfg", {}).get(pipe_name, {})
+        pipe.cfg.update(stored_cfg)
+        if "updates" not in stored_cfg:
+            pipe.cfg.pop("updates", None)  # not counted when it was trained: not "untrained"
     nlp.meta["name"] = meta["name"].replace("-", "_")
     nlp.meta["version"] = meta.get("version", "0.0.0")
     nlp.meta["description"] = meta.get("description", "")
@@ -279,6 +282,10 @@ def build(
         pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}
         for pipe_name, pipe in coref_components(trained)
     }
+    steps = (meta or {}).get("recipe", {}).get("steps")
+    for settings in component_cfg.values():
+        if "updates" not in settings and isinstance(steps, int):
+            settings["updates"] = steps  # trained before updates were counted: the recipe's count
     encoder_file = encoder_weights_file(embedded_encoder_path())
     record: Dict[str, Any] = {
         "format": FORMAT,
