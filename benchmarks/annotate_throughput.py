@@ -117,7 +117,7 @@ def child(args) -> dict:
     if engine == "plain":
         import torch
 
-        from spacy_memcoref.annotate.worker import load_pipeline
+        from spacy_memcoref.loading import load_pipeline
 
         torch.set_num_threads(1)
         t0 = time.time()

@@ -12,7 +12,8 @@ import typer
 import typer.core
 
 from .doc_helpers.clusters import CLUSTER_PREFIX
-from .errors import DataFormatError, ModelLoadError, shorten
+from .errors import AnnotateError, DataFormatError, shorten
+from .loading import load_pipeline
 
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
 COMMAND_ORDER = (
@@ -266,59 +267,6 @@ def predict(
 
 
 # ----- PeTra commands: tune-gap-threshold, count-people, visualize -------------------
-
-
-def _file_being_read(err: BaseException) -> Optional[Path]:
-    """The file spaCy was reading when `err` was raised: spaCy's loaders all go
-    through spacy.util.from_disk(path, readers), one reader a file or folder,
-    so the innermost such call in the traceback names the file."""
-    import spacy.util
-
-    found = None
-    tb = err.__traceback__
-    while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code is spacy.util.from_disk.__code__:
-            path, key = frame.f_locals.get("path"), frame.f_locals.get("key")
-            if path is not None and isinstance(key, str):
-                found = Path(path) / key
-        tb = tb.tb_next
-    return found
-
-
-def load_pipeline(model: str, gpu_id: int = -1):
-    """spacy.load(model) on the GPU `gpu_id` (-1: CPU), with errors a user can act on.
-
-    model (str): a package name, a directory, or the name of a model shipped
-        with this package ("s2e-ontogum", "petra-gap").
-    gpu_id (int): the GPU, or -1.
-    RETURNS (Language): the pipeline.
-    RAISES ValueError: the GPU cannot be used, or a file of the pipeline cannot
-        be loaded (a truncated or corrupt file, weights that are not plain
-        tensors); the message names the file.
-    RAISES OSError: no such pipeline.
-    """
-    import spacy
-
-    if gpu_id >= 0:
-        try:
-            spacy.require_gpu(gpu_id)
-        except ValueError as err:
-            raise ValueError(f"--gpu-id {gpu_id}: {err}") from None
-    from . import pretrained
-
-    if not Path(model).exists() and model in pretrained.available():
-        return pretrained.load(model)
-    try:
-        return spacy.load(model)
-    except Exception as err:
-        if isinstance(err, OSError) and not Path(model).exists():
-            raise  # spaCy's own "can't find model" message says it well
-        where = _file_being_read(err) or Path(model)
-        reason = " ".join(str(err).split()) or type(err).__name__
-        if isinstance(err, ModelLoadError):  # it names the file: name it once
-            where, reason = err.path or where, err.reason
-        raise ValueError(f"{where}: cannot load the pipeline {model}: {shorten(reason)}") from err
 
 
 def _petra_pipe(nlp, component: Optional[str]):
@@ -609,7 +557,7 @@ def annotate_cmd(
     offsets and mention texts, a name a cluster) and/or DocBin, each written
     atomically, plus manifest.json; a rerun resumes where a run stopped. The
     last line of output is the summary as one JSON object."""
-    from .annotate import AnnotateError, annotate_corpus, format_summary
+    from .annotate import annotate_corpus, format_summary
 
     try:
         summary = annotate_corpus(

@@ -1,4 +1,7 @@
-"""Errors raised on bad input data, naming the file, line and reason."""
+"""The package's errors: bad input data (naming the file, line and reason), a
+model that cannot be loaded (naming the file), and the failures of corpus
+annotation (which the annotate engines raise and the runner and the CLI
+catch); and the helpers that keep their messages short."""
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -76,3 +79,13 @@ class ModelLoadError(ValueError):
         self.path: Optional[Path] = source if isinstance(source, Path) else None
         self.reason = shorten(" ".join(reason.split()) or "unknown error")
         super().__init__(f"{source}: cannot load {what}: {self.reason}")
+
+
+class AnnotateError(RuntimeError):
+    """Corpus annotation's workers failed (a process that keeps dying, a
+    failed Ray job); the shards written so far are kept."""
+
+
+class Terminated(AnnotateError):
+    """The annotate run was stopped by SIGTERM: the workers were stopped and
+    the shards written so far are kept, so that a rerun resumes."""

@@ -88,25 +88,3 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
             glibc.malloc_trim(0)
 
     return before_update
-
-
-@registry.callbacks("spacy_memcoref.torch_threads.v1")
-def make_torch_threads(threads: int = 1) -> Callable[[Language, Dict[str, Any]], None]:
-    """Set torch's CPU thread count before the first update (configs written
-    before spacy_memcoref.before_update.v1, which also keeps training memory
-    flat, still load).
-
-    PeTra's memory controller is a loop of small ops: on a busy 2-core machine
-    a second thread made updates many times slower. Setting it here (not with
-    OMP_NUM_THREADS) lets `spacy project run` and plain `spacy train` do the
-    right thing; only training runs it, never a loaded pipeline.
-
-    threads (int): torch.set_num_threads value; 0 leaves torch's default.
-    RETURNS (Callable): a before_update callback.
-    """
-    _check_threads("spacy_memcoref.torch_threads.v1", threads)
-
-    def before_update(nlp: Language, info: Dict[str, Any]) -> None:
-        _set_threads(threads)
-
-    return before_update

@@ -12,7 +12,7 @@ Importing this package does not import Ray.
 """
 from typing import Any
 
-from .errors import AnnotateError, Terminated
+from ..errors import AnnotateError, Terminated
 from .runner import AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record, representative_name
 

@@ -16,10 +16,11 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
-from .errors import AnnotateError
+from ..errors import AnnotateError
+from ..loading import load_pipeline
 from .inputs import ShardPlan
 from .results import ShardResult
-from .worker import annotate_shard, load_pipeline
+from .worker import annotate_shard
 
 MAX_POOL_RESTARTS = 3
 
@@ -101,11 +102,27 @@ def die_with_parent(parent_pid: int, *, poll_s: float = PARENT_POLL_S) -> None:
 def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[str, Any], parent_pid: Optional[int] = None) -> None:
     if parent_pid is not None:
         die_with_parent(parent_pid)
-    _WORKER["nlp"] = load_pipeline(model, gpu_id=gpu_id, threads=threads)
     _WORKER["options"] = options
+    try:
+        _WORKER["nlp"] = load_pipeline(model, gpu_id=gpu_id, threads=threads)
+    except Exception as err:
+        # raised by the worker's first shard, so that the user reads the
+        # loader's message (as `--n-process 1` gives it), not "a worker
+        # process died" after every restart of a pool whose initializer fails
+        _WORKER["error"] = _portable(err)
+
+
+def _portable(err: Exception) -> Exception:
+    """The error as one that pickles back to this process with its message
+    (an exception class whose __init__ takes other arguments would not):
+    an OSError stays one, anything else becomes a ValueError."""
+    message = str(err) or type(err).__name__
+    return OSError(message) if isinstance(err, OSError) else ValueError(message)
 
 
 def _work(plan: Dict[str, Any]) -> ShardResult:
+    if "error" in _WORKER:
+        raise _WORKER["error"]
     return annotate_shard(_WORKER["nlp"], ShardPlan.from_dict(plan), _WORKER["options"])
 
 

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
+from ..loading import shipped_model_dir
 from ..util import atomic_output
 from .results import COUNTS, ShardResult
 
@@ -35,14 +36,16 @@ def shard_name(index: int, suffix: str) -> str:
 
 
 def model_identity(model: str) -> Dict[str, Any]:
-    """What identifies a pipeline for resume: its path (or package name), its
-    meta name and version, and a fingerprint of its files (names, sizes,
-    modification times)."""
+    """What identifies a pipeline for resume: its path (or package name, or
+    shipped model's name), its meta name and version, and a fingerprint of
+    its files (names, sizes, modification times)."""
     path = Path(model)
     info: Dict[str, Any] = {"model": model}
-    if path.is_dir():
-        path = path.resolve()
-        info["model"] = str(path)
+    shipped = shipped_model_dir(model)
+    if path.is_dir() or shipped is not None:
+        path = (shipped or path).resolve()
+        if shipped is None:
+            info["model"] = str(path)
         digest = hashlib.sha1()
         for root, dirs, files in os.walk(path):
             dirs.sort()

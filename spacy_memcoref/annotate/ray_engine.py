@@ -25,10 +25,11 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from .errors import AnnotateError
+from ..errors import AnnotateError
+from ..loading import load_pipeline
 from .inputs import ShardPlan
 from .results import ShardResult
-from .worker import annotate_shard, coref_prefixes, doc_record, load_pipeline
+from .worker import annotate_shard, choose_prefix, coref_prefixes, doc_record
 
 RAY_HINT = 'the Ray engine needs Ray Data: pip install "spacy-memcoref[ray]" (or pip install "ray[data]")'
 
@@ -242,8 +243,6 @@ class MemcorefPredictor:
         threads: Optional[int] = None,
         use_gpu: Optional[bool] = None,
     ) -> None:
-        from .runner import choose_prefix
-
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
         self.text_column = text_column
         self.batch_size = batch_size

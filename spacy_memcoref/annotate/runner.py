@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
-from ..errors import DataFormatError
+from ..errors import DataFormatError, Terminated
+from ..loading import shipped_model_dir, use_gpu
 from . import _faults
-from .errors import Terminated
 from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
 from .results import ShardResult
+from .worker import choose_prefix
 
 ENGINES = ("local", "ray")
 FORMATS = ("jsonl", "spacy")
@@ -118,13 +119,17 @@ class AnnotateSummary:
 
 
 def check_model(model: str) -> Optional[Path]:
-    """The folder of a pipeline (a directory, or an installed package's data
-    folder), or raise a clear error when there is none."""
+    """The folder of a pipeline (a directory, an installed package's data
+    folder, or the folder of a model shipped with this package, as
+    loading.load_pipeline finds them), or raise a clear error when there is none."""
     path = Path(model)
     if path.exists():
         if not (path.is_dir() and (path / "config.cfg").exists()):
             raise ValueError(f"{model} is not a spaCy pipeline folder (no config.cfg in it)")
         return path
+    shipped = shipped_model_dir(model)
+    if shipped is not None:
+        return shipped
     try:
         from spacy.util import get_package_path, is_package
 
@@ -134,7 +139,10 @@ def check_model(model: str) -> Optional[Path]:
             return found[0].parent if found else package
     except Exception:
         pass
-    raise ValueError(f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package")
+    raise ValueError(
+        f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package, "
+        "nor a model shipped with spacy_memcoref (python -m spacy_memcoref info lists them)"
+    )
 
 
 def pipeline_prefixes(model_dir: Optional[Path]) -> Optional[List[str]]:
@@ -164,32 +172,6 @@ def pipeline_prefixes(model_dir: Optional[Path]) -> Optional[List[str]]:
             if prefix not in prefixes:
                 prefixes.append(prefix)
     return prefixes
-
-
-def choose_prefix(prefix: Optional[str], written: Optional[Sequence[str]], model: str) -> str:
-    """The prefix of the clusters to read: `prefix` when the pipeline writes
-    it, the pipeline's own when None; a prefix the pipeline's coreference
-    components do not write (every record would have no clusters) is refused.
-    A pipeline with no memcoref component (another coreference component)
-    takes any prefix.
-
-    prefix (Optional[str]): --prefix, or None.
-    written (Optional[Sequence[str]]): the prefixes the pipeline writes
-        (pipeline_prefixes; None or empty: unknown).
-    model (str): the pipeline, for the message.
-    RETURNS (str): the prefix.
-    RAISES ValueError: the pipeline writes no clusters under `prefix`.
-    """
-    if prefix is None or prefix == "":
-        return written[0] if written else CLUSTER_PREFIX
-    if written and prefix not in written:
-        names = ", ".join(repr(p) for p in written)
-        which = "components write them under the prefixes" if len(written) > 1 else "component writes them under"
-        raise ValueError(
-            f"--prefix {prefix!r}: the pipeline {model} writes no clusters under that prefix; its coreference "
-            f"{which} {names} (doc.spans['{written[0]}_1'], ...): give one of those, or leave --prefix out"
-        )
-    return prefix
 
 
 def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:
@@ -557,10 +539,7 @@ def _start_engine(
     if opts.n_process > 1:
         from .local import default_threads, run_pool
 
-        if opts.gpu_id >= 0:  # fail here, clearly, rather than in every worker
-            import spacy
-
-            spacy.require_gpu(opts.gpu_id)
+        use_gpu(opts.gpu_id)  # fail here, clearly, rather than in every worker
         bar.start(total=None)
         threads = opts.threads or default_threads(opts.n_process)
         return run_pool(iter(pending), model, options, n_process=opts.n_process, gpu_id=opts.gpu_id, threads=threads)

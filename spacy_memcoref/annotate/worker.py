@@ -11,7 +11,8 @@ A document's record:
 id is a string (a JSON id 7 is written "7"); start/end are character
 offsets into the text (Python string indices, end exclusive); name is the
 cluster's representative (resolution's rule: its first proper-noun mention,
-else its first non-pronoun mention), else its longest mention. With
+else its first non-pronoun mention; without a possessive marker, as
+resolution.representative_name gives it), else its longest mention. With
 `resolved`, the record also has "resolved" (the text with pronouns
 replaced, spacy_memcoref.resolve) and "edits" (one {"source": [start, end],
 "target": [start, end], "text": ...} a replacement); a DocBin Doc then
@@ -23,10 +24,11 @@ import json
 import os
 import resource
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
 from ..resolution import edits_as_records, is_tagged, representative_of, resolve
+from ..resolution import representative_name as name_of_representative  # worker.representative_name is the cluster's
 from ._faults import DIE_ONCE, STALL
 from .inputs import Item, ShardPlan, read_shard
 from .results import ShardResult
@@ -34,7 +36,9 @@ from .results import ShardResult
 
 def representative_name(spans, tagged: Optional[bool] = None) -> str:
     """A cluster's name: its representative (resolution.representative_of),
-    else (pronouns only) its longest mention, the first of the longest on a tie.
+    named as resolution.representative_name names it (without a final
+    possessive marker: "Mary's" -> "Mary"), else (pronouns only) its longest
+    mention, the first of the longest on a tie.
 
     spans (Iterable[Span]): the cluster's mentions.
     tagged (Optional[bool]): whether the Doc has part-of-speech tags (None:
@@ -44,9 +48,11 @@ def representative_name(spans, tagged: Optional[bool] = None) -> str:
     ordered = sorted(spans, key=lambda s: (s.start_char, -s.end_char))
     if not ordered:
         return ""
-    representative = representative_of(ordered, is_tagged(ordered[0].doc) if tagged is None else tagged)
-    if representative is not None:
-        return representative.text
+    tagged = is_tagged(ordered[0].doc) if tagged is None else tagged
+    representative = representative_of(ordered, tagged)
+    name = name_of_representative(representative, tagged) if representative is not None else ""
+    if name:  # "Mary", not "Mary's"
+        return name
     best = ordered[0]
     for span in ordered:
         if len(span.text) > len(best.text):
@@ -209,18 +215,28 @@ def coref_prefixes(nlp) -> List[str]:
     return prefixes
 
 
-def load_pipeline(model: str, *, gpu_id: int = -1, threads: Optional[int] = None):
-    """spacy.load a pipeline for annotation, on a GPU when gpu_id >= 0, with
-    torch limited to `threads` threads when given."""
-    import spacy
+def choose_prefix(prefix: Optional[str], written: Optional[Sequence[str]], model: str) -> str:
+    """The prefix of the clusters to read: `prefix` when the pipeline writes
+    it, the pipeline's own when None; a prefix the pipeline's coreference
+    components do not write (every record would have no clusters) is refused.
+    A pipeline with no memcoref component (another coreference component)
+    takes any prefix.
 
-    if threads is not None and threads > 0:
-        try:
-            import torch
-
-            torch.set_num_threads(int(threads))
-        except ImportError:  # pragma: no cover - torch is a dependency
-            pass
-    if gpu_id is not None and gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
-    return spacy.load(model)
+    prefix (Optional[str]): --prefix, or None.
+    written (Optional[Sequence[str]]): the prefixes the pipeline writes
+        (runner.pipeline_prefixes or coref_prefixes; None or empty:
+        unknown).
+    model (str): the pipeline, for the message.
+    RETURNS (str): the prefix.
+    RAISES ValueError: the pipeline writes no clusters under `prefix`.
+    """
+    if prefix is None or prefix == "":
+        return written[0] if written else CLUSTER_PREFIX
+    if written and prefix not in written:
+        names = ", ".join(repr(p) for p in written)
+        which = "components write them under the prefixes" if len(written) > 1 else "component writes them under"
+        raise ValueError(
+            f"--prefix {prefix!r}: the pipeline {model} writes no clusters under that prefix; its coreference "
+            f"{which} {names} (doc.spans['{written[0]}_1'], ...): give one of those, or leave --prefix out"
+        )
+    return prefix

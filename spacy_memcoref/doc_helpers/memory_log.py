@@ -19,9 +19,10 @@ from typing import Any, Dict, Mapping, Optional
 import numpy
 from spacy.tokens import Doc, Token
 
+from . import LOG_KEYS
+
 MEMORY_LOG_ATTR = "memory_log"
 MEMORY_USAGE_ATTR = "memory_usage"
-LOG_KEYS = ("entity", "overwrite", "coref", "usage")
 
 
 def _memory_usage(token: Token) -> Optional[numpy.ndarray]:

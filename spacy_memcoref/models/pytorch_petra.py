@@ -63,6 +63,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
+from ..doc_helpers import LOG_KEYS  # the package's constant: imports neither spaCy nor torch
+
 # Floor for probabilities inside a log.
 LOG_EPS = 1e-8
 # Clamp for probabilities inside the BCE (float32 cannot hold 1 - 1e-8).
@@ -74,8 +76,6 @@ _UNUSED_BONUS = 11.5
 POSITIVE_WEIGHT = 5.0
 NEGATIVE_WEIGHT = 50.0
 SAME_SPAN_WEIGHT = 1.0
-
-LOG_KEYS = ("entity", "overwrite", "coref", "usage")
 
 MemoryLog = Dict[str, Tensor]
 LogLike = Mapping[str, Union[Tensor, numpy.ndarray]]
@@ -97,19 +97,6 @@ class SparseGold:
 
 def _mlp(n_in: int, n_hidden: int, n_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(n_in, n_hidden), nn.ReLU(), nn.Linear(n_hidden, n_out))
-
-
-def _first_argmax(scores: Tensor) -> Tensor:
-    """Index of the maximum on the last dim, ties to the LOWEST index, on any
-    device (no reliance on argmax tie behaviour).
-
-    scores (Tensor): [..., N].
-    RETURNS (Tensor): [...] long.
-    """
-    n = scores.shape[-1]
-    is_max = scores == scores.max(dim=-1, keepdim=True).values
-    rank = torch.arange(n, 0, -1, device=scores.device, dtype=scores.dtype)
-    return (is_max.to(scores.dtype) * rank).argmax(dim=-1)
 
 
 class PeTra(nn.Module):

@@ -20,7 +20,8 @@ import numpy
 import torch
 from torch import nn
 
-from .pytorch_petra import LOG_KEYS, PeTra, decode_clusters, span_link_probability
+from ..doc_helpers import LOG_KEYS
+from .pytorch_petra import PeTra, decode_clusters, span_link_probability
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01

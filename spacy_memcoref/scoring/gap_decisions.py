@@ -115,22 +115,6 @@ def _cluster_decisions(predicted: Doc, spans: Dict[str, Span], prefix: str) -> T
     return a_linked, b_linked
 
 
-def gap_link_probabilities(
-    predicted: Doc, reference: Optional[Doc] = None, *, calibration: Optional[Sequence[float]] = None
-) -> Optional[Tuple[float, float]]:
-    """(p_A, p_B) of a GAP Doc (cases 1 and 2 of the module docstring), None
-    when the predicted Doc has neither stored probabilities nor a memory log.
-
-    predicted (Doc): the annotated Doc.
-    reference (Optional[Doc]): the gold Doc with doc.spans["gap"]; default
-        the predicted Doc itself.
-    calibration (Optional[Sequence[float]]): [scale, shift] for probabilities
-        read from the memory log; None: raw.
-    RETURNS (Optional[Tuple[float, float]]): the probabilities.
-    """
-    return _probabilities(predicted, gap_spans(predicted if reference is None else reference), calibration)
-
-
 def _probabilities(
     predicted: Doc, spans: Dict[str, Span], calibration: Optional[Sequence[float]]
 ) -> Optional[Tuple[float, float]]:

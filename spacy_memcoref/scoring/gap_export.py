@@ -43,17 +43,6 @@ def gap_system_rows(
     return rows
 
 
-def write_gap_system(docs: Iterable[Doc], path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX) -> int:
-    """Write the GAP system file of annotated GAP Docs (nothing on error).
-
-    docs (Iterable[Doc]): GAP Docs with predictions.
-    path (Union[str, Path]): the system TSV to write.
-    prefix (str): the cluster prefix.
-    RETURNS (int): rows written.
-    """
-    return write_gap_system_rows(gap_system_rows(docs, prefix=prefix), path)
-
-
 def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX) -> int:
     """Write the GAP system file of a DocBin of annotated GAP Docs.
 
