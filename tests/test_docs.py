@@ -212,7 +212,7 @@ LOAD_CALL = re.compile(r"""spacy\.load\(\s*["']([^"']+)["']""")
 
 def project_outputs() -> List[str]:
     """Every output of every project.yml command, with the default variables."""
-    from spacy.cli._util import load_project_config
+    from weasel.util.config import load_project_config
 
     config = load_project_config(REPO, interpolate=True)
     return [str(out) for command in config["commands"] for out in command.get("outputs", [])]
