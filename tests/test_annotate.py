@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
-from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
 from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_name
@@ -29,7 +28,6 @@ from spacy_memcoref.annotate import _faults
 from spacy_memcoref.annotate._faults import DieOnce, InjectedFailure
 from spacy_memcoref.annotate.runner import BadInput
 from spacy_memcoref.cli import app
-from test_s2e import make_examples, s2e_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -49,19 +47,10 @@ def corpus_texts(n: int):
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> str:
-    """An s2e pipeline (CNN tok2vec) overfit on three documents, on disk."""
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.003)
-    for _ in range(60):
-        nlp.update(examples, sgd=optimizer)
-    path = tmp_path_factory.mktemp("annotate_model") / "s2e"
-    nlp.to_disk(path)
-    return str(path)
+def model_dir(trained_s2e) -> str:
+    """An s2e pipeline (CNN tok2vec) overfit on three documents, on disk
+    (conftest's trained_s2e: read, never written)."""
+    return str(trained_s2e.path)
 
 
 def write_jsonl(path: Path, texts, ids=None) -> Path:

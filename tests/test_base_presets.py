@@ -11,8 +11,7 @@ from thinc.api import Adam, fix_random_seed
 from spacy_memcoref.models.frozen_encoder import frozen_cache
 from spacy_memcoref.models.transformer_node import find_transformer
 
-from test_petra_component import gap_examples
-from test_s2e import make_examples
+from conftest import gap_examples, make_examples
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

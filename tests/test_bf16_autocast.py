@@ -10,13 +10,12 @@ from spacy_memcoref.models.bf16_autocast import _to_float32, install
 from spacy_memcoref.models.encoder import build_embedded_transformer
 from spacy_memcoref.models.transformer_node import find_transformer
 
-from test_partial_freeze import _docs
-from test_s2e import make_examples, s2e_config
+from conftest import make_examples, s2e_config, sample_docs
 
 
 def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
     nlp = spacy.blank("en")
-    docs = _docs(nlp)
+    docs = sample_docs(nlp)
     fp32 = build_embedded_transformer()
     bf16 = build_embedded_transformer(bfloat16=True)
     fp32.initialize(X=docs)
@@ -31,7 +30,7 @@ def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
 
 def test_bf16_backward_reaches_every_transformer_weight_in_float32():
     nlp = spacy.blank("en")
-    docs = _docs(nlp)
+    docs = sample_docs(nlp)
     bf16 = build_embedded_transformer(bfloat16=True)
     bf16.initialize(X=docs)
     vectors, backprop = bf16(docs, is_train=True)
@@ -126,11 +125,11 @@ def test_disable_restores_float32_and_install_then_stays_off():
 def test_transformer_config_reaches_the_hugging_face_config():
     nlp = spacy.blank("en")
     model = build_embedded_transformer(transformer_config={"attention_probs_dropout_prob": 0.0})
-    model.initialize(X=_docs(nlp))
+    model.initialize(X=sample_docs(nlp))
     config = find_transformer(model).transformer.config
     assert config.attention_probs_dropout_prob == 0.0
     default = build_embedded_transformer()
-    default.initialize(X=_docs(nlp))
+    default.initialize(X=sample_docs(nlp))
     assert find_transformer(default).transformer.config.attention_probs_dropout_prob == 0.1
 
 
@@ -144,7 +143,7 @@ def test_eager_attention_by_config_gives_the_same_vectors():
     """configs/s2e.cfg picks eager attention (faster than SDPA's unfused
     path when attention dropout is on, on CPU): the same function."""
     nlp = spacy.blank("en")
-    docs = _docs(nlp)
+    docs = sample_docs(nlp)
     sdpa = build_embedded_transformer()
     eager = build_embedded_transformer(transformer_config={"attn_implementation": "eager"})
     sdpa.initialize(X=docs)

@@ -1,5 +1,7 @@
 """The cluster span-group convention (doc_helpers.clusters) and the readers
-that follow it: the same keys, order and empty-group rule everywhere."""
+that follow it: the same keys, order and empty-group rule everywhere; one
+prefix a pipeline; the pictures of a Doc without clusters."""
+import pytest
 import spacy
 from spacy.training import Example
 
@@ -20,6 +22,8 @@ from spacy_memcoref.doc_helpers.gold import aligned_gold_clusters
 from spacy_memcoref.doc_helpers.petra_gold import cluster_sparse_target
 from spacy_memcoref.scoring.gap_decisions import gap_decisions, gap_decisions_from_doc
 from spacy_memcoref.scoring.gap_export import gap_system_rows
+
+from conftest import TINY_PETRA, TINY_S2E
 
 
 def _doc():
@@ -97,3 +101,46 @@ def test_one_gap_rule_for_export_and_scorer():
     predicted.user_data["gap_probs"] = {"A": 0.7, "B": 0.2, "threshold": 0.6}
     assert gap_decisions(predicted, doc) == (True, False)
     assert gap_decisions(predicted, doc, threshold=0.1) == (True, True)
+
+
+# ----- one prefix a pipeline ---------------------------------------------------------------
+
+
+def test_two_coref_components_with_one_prefix_are_refused(models):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config={"model": TINY_S2E})
+    for factory, model in (("memcoref", TINY_S2E), ("memcoref_petra", TINY_PETRA)):
+        with pytest.raises(ValueError, match="span_cluster_prefix"):
+            nlp.add_pipe(factory, name="second", config={"model": model})
+    nlp.add_pipe("memcoref_petra", name="petra", config={"model": TINY_PETRA, "span_cluster_prefix": "petra_clusters"})
+    assert nlp.pipe_names == ["memcoref", "petra"]
+    # sourced components skip the factory: initialize refuses then
+    sourced = spacy.blank("en")
+    sourced.add_pipe("memcoref", source=spacy.load(models / "s2e"))
+    sourced.add_pipe("memcoref", name="again", source=spacy.load(models / "s2e"))
+    with pytest.raises(ValueError, match="span_cluster_prefix"):
+        sourced.initialize()
+    # replacing a component with one of the same prefix is fine
+    nlp.replace_pipe("memcoref", "memcoref", config={"model": TINY_S2E})
+
+
+# ----- pictures ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", [False, True])
+def test_clusters_html_without_clusters_says_so_without_an_internal_key(page):
+    import warnings
+
+    import spacy
+    from spacy.tokens import Doc
+
+    from spacy_memcoref.visualize import clusters_html
+
+    doc = Doc(spacy.blank("en").vocab, words="Alice saw Bob .".split())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        markup = clusters_html(doc, page=page)
+    assert not [w for w in caught if "memcoref_clusters" in str(w.message)]
+    assert "No coreference clusters in this document" in markup and "Alice" in markup
+    doc.spans["coref_clusters_1"] = [doc[0:1], doc[1:2]]
+    assert "No coreference clusters" not in clusters_html(doc, page=page)

@@ -24,6 +24,8 @@ from spacy_memcoref.corpora.conll import (
 )
 from spacy_memcoref.errors import DataFormatError
 
+from conftest import CONLL
+
 
 def _conll(rows: List[str]) -> str:
     """Rows written with spaces between columns -> tab-separated lines."""
@@ -244,6 +246,14 @@ def test_write_warns_on_unwritable_overlap(tmp_path):
         warnings.simplefilter("error")
         write_conll([doc], tmp_path / "w.conll")
     assert read_conll_clusters(tmp_path / "w.conll")[("doc_0", "0")][1] == [[(0, 1), (0, 4), (3, 4), (4, 4)]]
+
+
+def test_conll_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "bom.conll"
+    path.write_bytes(b"\xef\xbb\xbf" + CONLL.encode("utf8"))
+    assert read_conll_clusters(path) == {("d1", "000"): (5, [[(0, 0), (3, 3)]])}
+    stats = conll_to_docbin(path, tmp_path / "bom.spacy")
+    assert stats.docs == 1
 
 
 # --------------------------------------------------------------------------- #

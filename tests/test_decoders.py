@@ -6,6 +6,7 @@ import random
 
 import numpy
 import pytest
+import spacy
 import torch
 
 from spacy_memcoref.decoders.calibration import CLASS_WEIGHT_SHIFT, calibrate
@@ -14,6 +15,8 @@ from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
 from spacy_memcoref.tuning.grid import LINK_THRESHOLDS, PROBABILITY_GRID, best_on_grid
 from spacy_memcoref.tuning.link_threshold import best_threshold
 from spacy_memcoref.tuning.people import choose_alpha
+
+from conftest import petra_config, s2e_config
 
 
 # ----- s2e -------------------------------------------------------------------------
@@ -174,6 +177,26 @@ def test_torch_modules_take_the_builders_settings_as_required_arguments():
             assert name in builder_params, f"{module.__name__}({name}) is not a setting of {builder.__name__}"
 
 
+@pytest.mark.parametrize("factory", ["memcoref", "memcoref_petra"])
+def test_factory_defaults_are_the_builders_defaults(factory):
+    """add_pipe(factory) and the registered architectures agree on every
+    option (PeTra.v1 once defaulted encoder_layers to 1, its factory to 4)."""
+    import inspect
+
+    from spacy.util import registry
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory)
+    model_cfg = nlp.config["components"][factory]["model"]
+    for cfg in (model_cfg, model_cfg["tok2vec"]):
+        builder = registry.architectures.get(cfg["@architectures"])
+        defaults = {
+            p.name: p.default for p in inspect.signature(builder).parameters.values() if p.default is not inspect.Parameter.empty
+        }
+        assert {k: v for k, v in cfg.items() if k in defaults} == defaults
+        assert set(cfg) - set(defaults) <= {"@architectures", "tok2vec"}
+
+
 # ----- saving ----------------------------------------------------------------------
 
 
@@ -182,8 +205,6 @@ def test_save_with_settings_stores_each_setting_where_the_pipeline_keeps_it(tmp_
     from thinc.api import Config
 
     from spacy_memcoref.tuning.save import save_with_settings
-    from test_petra_component import petra_config
-    from test_s2e import s2e_config
 
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config=s2e_config(hidden_size=8))

@@ -13,7 +13,7 @@ from spacy_memcoref.cli import app
 from spacy_memcoref.models.int8 import is_quantized_state, quantize_module, quantize_module_like, quantized_layer_count
 from spacy_memcoref.models.transformer_node import find_transformer
 
-from test_s2e import make_examples, s2e_config
+from conftest import make_examples, s2e_config
 
 MINILM = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1"}
 

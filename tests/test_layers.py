@@ -45,6 +45,7 @@ LAYERS: Dict[str, Tuple[str, int]] = {
     "resolution": ("app", 7),
     "entities": ("app", 7),
     "pretrained": ("app", 7),
+    "loading": ("app", 7),
     "annotate": ("app", 7),
     "cli": ("app", 7),
     "__main__": ("app", 7),
@@ -174,3 +175,58 @@ def test_torch_free_layers_import_no_torch():
         if _layer(module)[0] in TORCH_FREE_LAYERS and package in HEAVY
     ]
     assert not heavy, "torch-free layers importing torch or Thinc:\n" + "\n".join(heavy)
+
+
+# ----- the tests' own imports -------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _test_modules_imported(source: str, filename: str = "<test>") -> Set[str]:
+    """The test_* modules a file imports, anywhere in it: import statements
+    and importlib.import_module / __import__ of a literal name."""
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [alias.name for alias in node.names if not node.module]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names = [node.args[0].value]
+        else:
+            continue
+        found.update(name.split(".")[0] for name in names if name.split(".")[0].startswith("test_"))
+    return found
+
+
+def test_the_check_of_the_tests_imports_finds_each_form():
+    source = (
+        "import test_a\n"
+        "import os, test_b as b\n"
+        "from test_c import x\n"
+        "from test_d.sub import y\n"
+        "def f():\n"
+        "    from test_e import z\n"
+        "    importlib.import_module('test_f')\n"
+        "    __import__('test_g')\n"
+        "from conftest import s2e_config\n"
+        "import testing, pytest\n"
+    )
+    assert _test_modules_imported(source) == {f"test_{c}" for c in "abcdefg"}
+
+
+def test_no_test_file_imports_another():
+    """Shared builders and fixtures live in tests/conftest.py, not in a test
+    file: importing a test file ties two subjects together, and a test
+    function imported with it is collected twice."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for module in sorted(_test_modules_imported(path.read_text(encoding="utf-8"), str(path))):
+            found.append(f"{path.relative_to(TESTS)} imports {module}")
+    assert not found, "test files importing test files (move what they share to conftest.py):\n" + "\n".join(found)

@@ -9,10 +9,8 @@ from spacy_memcoref.cli import app
 from spacy_memcoref.tuning.link_threshold import best_threshold, predict_each, scores_by_threshold
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
-from test_s2e import trained_nlp  # noqa: F401  (the fixture)
 
-
-def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):  # noqa: F811
+def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):
     nlp, examples, _ = trained_nlp
     pipe = nlp.get_pipe("memcoref")
     predictions = predict_each(pipe, [eg.predicted for eg in examples])
@@ -40,7 +38,7 @@ def test_best_threshold_prefers_the_score_then_zero():
     assert best_threshold({-2.0: row(0.6), -0.5: row(0.6), 1.0: row(0.1)}) == -0.5
 
 
-def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):  # noqa: F811
+def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):
     nlp, examples, _ = trained_nlp
     model = tmp_path / "model"
     nlp.to_disk(model)
@@ -55,7 +53,7 @@ def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):  # noqa: F811
     assert tuned.get_pipe("memcoref").decoder.link_threshold == summary["threshold"]
 
 
-def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):  # noqa: F811
+def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):
     nlp, _, _ = trained_nlp
     model = tmp_path / "model"
     nlp.to_disk(model)

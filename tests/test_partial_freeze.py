@@ -6,23 +6,12 @@ import numpy
 import pytest
 import spacy
 import torch
-from spacy.tokens import Doc
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.models.encoder import build_embedded_transformer
 from spacy_memcoref.models.frozen_encoder import find_transformer
 
-from test_s2e import make_examples, s2e_config
-
-TEXTS = [
-    "Mary met John in Paris . She told him that the museum was closed on Mondays .",
-    "The company said its profits rose . It was happy , and its chief said so too .",
-    "Short one .",
-]
-
-
-def _docs(nlp):
-    return [Doc(nlp.vocab, words=text.split()) for text in TEXTS]
+from conftest import make_examples, s2e_config, sample_docs
 
 
 def _no_dropout(tok2vec):
@@ -35,7 +24,7 @@ def _no_dropout(tok2vec):
 
 def test_top_layers_train_and_vectors_equal_the_full_encoder():
     nlp = spacy.blank("en")
-    docs = _docs(nlp)
+    docs = sample_docs(nlp)
     full = build_embedded_transformer()
     part = build_embedded_transformer(trainable_layers=2)
     full.initialize(X=docs)
@@ -63,7 +52,7 @@ def test_top_layers_train_and_vectors_equal_the_full_encoder():
 
 def test_cache_budget_zero_caches_nothing():
     nlp = spacy.blank("en")
-    docs = _docs(nlp)
+    docs = sample_docs(nlp)
     part = build_embedded_transformer(trainable_layers=1, frozen_cache_mb=0)
     part.initialize(X=docs)
     part(docs, is_train=True)
@@ -137,7 +126,7 @@ def test_more_trainable_layers_than_the_transformer_has():
     nlp = spacy.blank("en")
     part = build_embedded_transformer(trainable_layers=7)
     with pytest.raises(ValueError, match="between 1 and 6"):
-        part.initialize(X=_docs(nlp))
+        part.initialize(X=sample_docs(nlp))
 
 
 def test_training_dropout_reaches_the_token_vectors():

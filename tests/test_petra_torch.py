@@ -7,7 +7,6 @@ import torch
 
 from spacy_memcoref.models.pytorch_petra import (
     PeTra,
-    _first_argmax,
     SparseGold,
     decode_clusters,
     gold_token_pairs,
@@ -15,7 +14,8 @@ from spacy_memcoref.models.pytorch_petra import (
     span_link_probability,
 )
 from spacy_memcoref.decoders.petra import people_count
-from module_args import petra_args
+
+from conftest import petra_args
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -161,11 +161,6 @@ def test_controller_hand_worked_three_tokens_two_cells():
     close(out["overwrite"][0], [o0, o1, o2])
     close(out["usage"][0], [u0, u1, u2])
     close(step_log["usage"][0], [u2])
-
-
-def test_first_argmax_breaks_ties_to_lowest_index():
-    scores = torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [float("-inf"), 0.5, 0.5], [-1.0, -1.0, -0.5]])
-    assert _first_argmax(scores).tolist() == [1, 0, 1, 2]
 
 
 # -- link probabilities ---------------------------------------------------------

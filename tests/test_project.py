@@ -23,6 +23,8 @@ from typing import Dict, List, Optional, Set
 import pytest
 import srsly
 
+from conftest import TRAIN
+
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "project.yml"
 SCRIPTS = REPO / "scripts"
@@ -1007,37 +1009,25 @@ def _run(cmd: List[str], cwd: Path, what: str, timings: Dict[str, float], timeou
 
 
 @pytest.mark.slow
-def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(tmp_path):
-    """Train a tiny pipeline, `spacy package` it as a wheel, install the wheel
-    in a fresh virtual environment (with the local spacy-memcoref, which the
-    wheel requires) and spacy.load it there by name: same clusters."""
+def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(trained_s2e, tmp_path):
+    """Take a tiny trained pipeline (conftest's trained_s2e), `spacy package`
+    it as a wheel, install the wheel in a fresh virtual environment (with the
+    local spacy-memcoref, which the wheel requires) and spacy.load it there by
+    name: same clusters."""
     import spacy
     import torch
-    from thinc.api import Adam, fix_random_seed
-
-    if str(REPO / "tests") not in sys.path:  # e.g. under --import-mode=importlib
-        sys.path.insert(0, str(REPO / "tests"))
-    from test_s2e import TRAIN, make_examples, s2e_config
 
     timings: Dict[str, float] = {}
     start = time.time()
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.003)
-    for _ in range(60):
-        nlp.update(examples, sgd=optimizer)
+    nlp = spacy.load(trained_s2e.path)
     texts = [text for text, _ in TRAIN]
     expected = [
         sorted(sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters_"))
         for doc in nlp.pipe(texts)
     ]
     assert any(expected), "the tiny pipeline predicts no clusters at all"
-    pipeline_dir = tmp_path / "pipeline"
-    nlp.to_disk(pipeline_dir)
-    timings["train tiny pipeline"] = time.time() - start
+    pipeline_dir = trained_s2e.path  # spacy package only reads it
+    timings["load tiny pipeline"] = time.time() - start
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, "create venv", timings)

@@ -15,6 +15,8 @@ from spacy_memcoref import entities, resolve
 from spacy_memcoref.corpora.conll import read_conll_docs
 from spacy_memcoref.resolution import CLITICS, PRONOUNS, SUBJECT_OBJECT, representative_name, representative_of
 
+from conftest import s2e_config
+
 NLP = spacy.blank("en")
 
 
@@ -512,35 +514,12 @@ def test_an_entity_is_named_without_its_possessive_marker():
     assert [r.name for r in entities(doc)] == ["Mary"]
 
 
-def _s2e_config():
-    """A small s2e with a CNN tok2vec (test_s2e's setup; tests do not import
-    each other)."""
-    from tok2vec_config import cnn_tok2vec
-
-    tok2vec = cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3)
-    return {
-        "model": {
-            "@architectures": "spacy_memcoref.S2E.v1",
-            "hidden_size": 64,
-            "dropout": 0.0,
-            "max_width": 10,
-            "top_lambda": 0.4,
-            "max_antecedents": None,
-            "use_speakers": True,
-            "head_lr_scale": 1.0,
-            "chunk_size": 512,
-            "mention_loss_weight": 1.0,
-            "tok2vec": tok2vec,
-        }
-    }
-
-
 def test_entity_vectors_are_the_mean_over_mention_heads():
     from thinc.api import fix_random_seed
 
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=_s2e_config())
+    nlp.add_pipe("memcoref", config=s2e_config())
     nlp.initialize()
     doc = by_words("The old president spoke. Obama said he was tired.", [(("The", 0), 3), ("he", 0)])
     doc = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])

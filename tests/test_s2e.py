@@ -18,60 +18,10 @@ from thinc.api import Adam, fix_random_seed
 from spacy_memcoref.decoders.s2e import clusters_from_links
 from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead
 from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
-from module_args import s2e_head_args
-from tok2vec_config import cnn_tok2vec
 
-CNN_TOK2VEC = cnn_tok2vec(width=64, depth=2, rows=[2000, 500, 500, 500], maxout_pieces=3)
+from conftest import make_examples, s2e_config, s2e_head_args
 
-
-def s2e_config(**model_overrides):
-    model = {
-        "@architectures": "spacy_memcoref.S2E.v1",
-        "hidden_size": 64,
-        "dropout": 0.0,
-        "max_width": 10,
-        "top_lambda": 0.4,
-        "max_antecedents": None,
-        "use_speakers": True,
-        "head_lr_scale": 1.0,
-        "chunk_size": 512,
-        "mention_loss_weight": 1.0,
-        "tok2vec": CNN_TOK2VEC,
-    }
-    model.update(model_overrides)
-    return {"model": model}
-
-
-TRAIN = [
-    ("Alice met Bob . She said he was late .", [[(0, 0), (4, 4)], [(2, 2), (6, 6)]]),
-    ("The company said its profits rose . It was happy .", [[(0, 1), (3, 3), (7, 7)]]),
-    ("John saw Mary and waved to her . He smiled at her .", [[(0, 0), (8, 8)], [(2, 2), (6, 6), (11, 11)]]),
-]
-
-
-def make_examples(nlp):
-    examples = []
-    for text, clusters in TRAIN:
-        ref = Doc(nlp.vocab, words=text.split())
-        for i, cluster in enumerate(clusters, start=1):
-            ref.spans[f"coref_clusters_{i}"] = [ref[s : e + 1] for s, e in cluster]
-        examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
-    return examples
-
-
-@pytest.fixture(scope="module")
-def trained_nlp():
-    """A pipeline overfit on the three TRAIN documents."""
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.003)
-    losses = []
-    for _ in range(80):
-        losses.append(nlp.update(examples, sgd=optimizer)["memcoref"])
-    return nlp, examples, losses
+# trained_nlp (conftest): the pipeline overfit on the three TRAIN documents
 
 
 # ----- the maths, by hand -------------------------------------------------------

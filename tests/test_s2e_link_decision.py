@@ -7,8 +7,7 @@ from thinc.api import Adam, fix_random_seed
 from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
 from spacy_memcoref.models.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
 
-from module_args import s2e_head_args
-from test_s2e import make_examples, s2e_config
+from conftest import make_examples, s2e_config, s2e_head_args
 
 
 def _head_and_doc(**options):

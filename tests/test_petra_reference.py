@@ -1,6 +1,6 @@
-"""The PeTra controller's speed work (issue 10) must not change what it
-computes: the current PeTra against a frozen copy of the implementation it
-replaced (commit 2cd503e, the per-token Python step), on the same weights and
+"""The current PeTra computes what its reference computes: a frozen copy of
+the implementation that the controller's speed work (issue 10) replaced
+(commit 2cd503e, the per-token Python step), on the same weights and
 inputs. Compared: memory logs (entity, overwrite, coref, usage) in eval mode
 (batched, one document at a time, streamed in chunks with the memory
 carried), the loss, and the gradients of the loss w.r.t. every parameter in
@@ -24,7 +24,8 @@ from spacy_memcoref.models.pytorch_petra import (
     gold_token_pairs,
     link_probabilities,
 )
-from module_args import petra_args
+
+from conftest import petra_args
 
 # Frozen with the reference (values of commit 2cd503e).
 LOG_EPS = 1e-8
