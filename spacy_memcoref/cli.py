@@ -86,11 +86,39 @@ def _print_scores(title: str, scores: Dict[str, float], rows) -> None:
     typer.echo(json.dumps(clean, sort_keys=True))
 
 
+_GUM_ENTITIES_HELP = (
+    "GUM's dep/ folder (one DOC.conllu a document, MISC Entity=): every Doc also gets GUM's own mentions, "
+    "singletons included, in doc.spans['gum_mentions'] (label: entity type) and doc.spans['gum_infstat'] "
+    "(label: information status), for s2e's auxiliary losses. Every Doc must have its GUM document."
+)
+
+
+def _attach_gum_entities(docbin: Path, gum_entities: Optional[Path]) -> None:
+    """Add GUM's entity layer to a DocBin just written (in place: it is this
+    command's own output, never its input)."""
+    if gum_entities is None:
+        return
+    from .corpora.gum_entities import attach_gum_entities_docbin
+
+    if not gum_entities.is_dir():
+        raise DataFormatError(gum_entities, None, "--gum-entities: not a folder of GUM's dep/*.conllu files")
+    tmp = docbin.with_name(docbin.name + ".gum.tmp")
+    try:
+        attach_gum_entities_docbin(docbin, tmp, gum_entities)
+    except BaseException:
+        # no DocBin that looks converted but lacks the layer it was asked for
+        docbin.unlink(missing_ok=True)
+        raise
+    tmp.replace(docbin)
+    typer.echo(f"added GUM's entity layer from {gum_entities}")
+
+
 @convert_app.command("conll")
 def convert_conll(
     input_path: Path = typer.Argument(..., help="A CoNLL-2012 file, or a directory searched recursively for *_conll / *.conll files."),
     output_path: Path = typer.Argument(..., help="The DocBin (.spacy) to write."),
     lang: str = typer.Option("en", "--lang", help="Language of the blank vocab the Docs are made with."),
+    gum_entities: Optional[Path] = typer.Option(None, "--gum-entities", help=_GUM_ENTITIES_HELP),
 ) -> None:
     """Convert CoNLL-2012 to a DocBin: one Doc per (document, part), gold clusters
     in doc.spans["coref_clusters_N"], speakers in doc.spans["speakers"]."""
@@ -98,6 +126,7 @@ def convert_conll(
 
     try:
         stats = conll_to_docbin(input_path, output_path, lang=lang)
+        _attach_gum_entities(output_path, gum_entities)
     except (DataFormatError, OSError) as err:
         raise _fail(err)
     typer.echo(f"wrote {output_path}: {stats}")
@@ -110,6 +139,7 @@ def convert_ontogum(
     split: Optional[str] = typer.Option(None, "--split", help="train, dev, test or test2 (GUM's splits; needs --splits). Default: every document."),
     splits: Optional[Path] = typer.Option(None, "--splits", help="GUM's splits.md."),
     lang: str = typer.Option("en", "--lang", help="Language of the blank vocab the Docs are made with."),
+    gum_entities: Optional[Path] = typer.Option(None, "--gum-entities", help=_GUM_ENTITIES_HELP),
 ) -> None:
     """Convert OntoGUM's native files (conll/DOC.conll joined with
     conllu/DOC.conllu) to a DocBin, as `convert conll` converts OntoGUM's
@@ -119,6 +149,7 @@ def convert_ontogum(
 
     try:
         stats = ontogum_to_docbin(input_path, output_path, split=split, splits_path=splits, lang=lang)
+        _attach_gum_entities(output_path, gum_entities)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"wrote {output_path}: {stats}")

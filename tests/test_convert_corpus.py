@@ -30,4 +30,16 @@ def test_the_report_counts_converted_and_masked_documents_per_split(tmp_path):
         "train: 6 documents converted, 1 skipped as masked (GUM_reddit_demo)",
         "dev: 2 documents converted, 0 skipped as masked",
         "test: 2 documents converted, 0 skipped as masked",
+        "GUM's entity layer: not asked for (--gum-entities)",
     ]
+
+
+def test_a_missing_gum_folder_is_said_not_hidden(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "convert_corpus.py"), str(_manifest(tmp_path / "m.json")), str(tmp_path / "out"),
+         "--gum-entities", str(tmp_path / "no_gum")],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert f"GUM's entity layer: not added ({tmp_path / 'no_gum'} does not exist)" in proc.stdout
+    assert "--gum-entities" not in proc.stdout.split("documents per split:")[0]  # no converter was asked for it

@@ -391,3 +391,47 @@ def test_every_ontogum_mention_is_a_gum_mention_or_explained(gum_docs, ontogum_d
         "reduced to cop/aux": N_REDUCED_TO_COP_AUX,
     }
     assert N_SAME_SPAN + N_EXPANDED + N_REDUCED_TO_HEAD + N_REDUCED_TO_COP_AUX + len(known) == N_ONTOGUM_MENTIONS
+
+
+# ----- the converters' --gum-entities ------------------------------------------------
+
+
+def test_convert_with_gum_entities_puts_the_layer_on_every_doc(shared_data, gum_docs, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from typer.testing import CliRunner
+
+    from spacy_memcoref.cli import app
+
+    out = tmp_path / "train.spacy"
+    args = ["convert", "conll", str(shared_data / "ontogum" / "dev"), str(out)]
+    result = CliRunner().invoke(app, [*args, "--gum-entities", str(shared_data / "gum_dep")])
+    assert result.exit_code == 0, result.output
+    assert "added GUM's entity layer" in result.output
+    docs = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
+    assert docs and not list(tmp_path.glob("*.tmp"))
+    for doc in docs:
+        gum = gum_docs[doc.user_data["doc_id"]]
+        assert [(s.start, s.end, s.label_) for s in doc.spans[MENTIONS_KEY]] == [(m.start, m.end, m.etype) for m in gum.mentions]
+        assert [s.label_ for s in doc.spans[INFSTAT_KEY]] == [m.infstat for m in gum.mentions]
+
+
+def test_convert_with_a_wrong_gum_folder_fails_and_leaves_no_docbin(shared_data, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_memcoref.cli import app
+
+    out = tmp_path / "dev.spacy"
+    args = ["convert", "conll", str(shared_data / "ontogum" / "dev"), str(out)]
+    result = CliRunner().invoke(app, [*args, "--gum-entities", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1 and "not a folder of GUM's dep/*.conllu files" in result.output
+    assert not out.exists()
+    # a folder without the documents: named, and no half-done DocBin
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "GUM_other_doc.conllu").write_text(
+        "# newdoc id = GUM_other_doc\n# global.Entity = GRP-etype-infstat-salience-centering-minspan-link-identity\n"
+        "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n", encoding="utf8"
+    )
+    result = CliRunner().invoke(app, [*args, "--gum-entities", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and "has no GUM document" in result.output, result.output
+    assert not out.exists() and not list(tmp_path.glob("*.tmp"))

@@ -124,7 +124,7 @@ def test_loss_matches_marginal_likelihood_by_hand():
     doc = S2EDocument(x)
     gold = [[(0, 0), (2, 2)]]
     loss = float(head.document_loss(doc, gold))
-    (starts, ends, m, queries, keys, _), _ = head._candidates(doc)
+    (starts, ends, m, queries, keys, _), _, _ = head._candidates(doc)
     scores, _ = head._antecedent_chunk(queries, keys, m, None, 0, len(starts), starts, ends)
     expected = 0.0
     spans = list(zip(starts.tolist(), ends.tolist()))

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
+from ..doc_helpers.gold import GUM_INFSTAT_KEY, GUM_MENTIONS_KEY
 from ..errors import DataFormatError, clip, quote
 from ..util import atomic_output, refuse_overwriting_input
 from .conll import _read_text
@@ -55,8 +56,9 @@ from .docbin import load_docbin
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc
 
-MENTIONS_KEY = "gum_mentions"
-INFSTAT_KEY = "gum_infstat"
+# the span groups' names: their home is doc_helpers.gold, which reads them for training
+MENTIONS_KEY = GUM_MENTIONS_KEY
+INFSTAT_KEY = GUM_INFSTAT_KEY
 CONLLU_SUFFIX = ".conllu"
 
 # the field order is each document's own `# global.Entity` line (GUM V11.1.0:

@@ -1,5 +1,6 @@
 """Gold targets for training, aligned to the predicted tokens by character
 offsets (predicted and reference Docs may be tokenized differently)."""
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from spacy.tokens import Doc, Span
@@ -28,6 +29,12 @@ def align_span(predicted: Doc, span: Span) -> Optional[TokenSpan]:
     return aligned.start, aligned.end - 1
 
 
+def _same_tokens(predicted: Doc, reference: Doc) -> bool:
+    return predicted.text == reference.text and len(predicted) == len(reference) and all(
+        p.idx == r.idx for p, r in zip(predicted, reference)
+    )
+
+
 def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]:
     """The reference Doc's clusters on the predicted Doc's tokens.
 
@@ -38,9 +45,7 @@ def aligned_gold_clusters(example: Example, prefix: str) -> Tuple[Clusters, int]
         gold mentions that could not be aligned.
     """
     predicted, reference = example.predicted, example.reference
-    same_tokens = predicted.text == reference.text and len(predicted) == len(reference) and all(
-        p.idx == r.idx for p, r in zip(predicted, reference)
-    )
+    same_tokens = _same_tokens(predicted, reference)
     gold = token_clusters(reference, prefix)
     if same_tokens:
         return gold, 0
@@ -74,3 +79,69 @@ def copy_speakers(example: Example, key: str = "speakers") -> None:
         if aligned is not None:
             turns.append(aligned)
     predicted.spans[key] = turns
+
+
+# GUM's own entity layer on a reference Doc (corpora.gum_entities): every
+# mention, singletons included, labelled with its entity type, and the same
+# spans in a parallel group labelled with their information status.
+GUM_MENTIONS_KEY = "gum_mentions"
+GUM_INFSTAT_KEY = "gum_infstat"
+
+
+@dataclass
+class MentionGold:
+    """A document's gold for s2e's auxiliary losses, beside its clusters.
+
+    clusters (Clusters): the coreference clusters (aligned_gold_clusters).
+    mentions (List[TokenSpan]): every mention GUM marks, singletons
+        included, on the predicted tokens.
+    entity_types (List[str]): each mention's entity type ("person", ...).
+    infstat (List[str]): each mention's information status ("new", ...).
+    """
+
+    clusters: Clusters
+    mentions: List[TokenSpan] = field(default_factory=list)
+    entity_types: List[str] = field(default_factory=list)
+    infstat: List[str] = field(default_factory=list)
+
+
+def gold_with_gum_mentions(example: Example, prefix: str) -> Tuple[MentionGold, int]:
+    """The clusters (as aligned_gold_clusters) and GUM's mentions with their
+    labels, on the predicted tokens.
+
+    RETURNS (Tuple[MentionGold, int]): the gold and the number of gold
+        mentions (cluster or GUM) that could not be aligned.
+    RAISES ValueError: the reference Doc has no GUM entity layer.
+    """
+    clusters, n_missed = aligned_gold_clusters(example, prefix)
+    predicted, reference = example.predicted, example.reference
+    if GUM_MENTIONS_KEY not in reference.spans:
+        doc_id = reference.user_data.get("doc_id") if reference.user_data else None
+        name = f"document {doc_id!r}" if doc_id else "a training document"
+        raise ValueError(
+            f"{name} has no doc.spans[{GUM_MENTIONS_KEY!r}]: the s2e auxiliary losses (singletons_as_mentions, "
+            "entity_type_loss_weight, infstat_loss_weight) need training Docs with GUM's entity layer "
+            "(convert with --gum-entities), or set them to false / 0"
+        )
+    spans = list(reference.spans[GUM_MENTIONS_KEY])
+    statuses = list(reference.spans[GUM_INFSTAT_KEY]) if GUM_INFSTAT_KEY in reference.spans else []
+    if statuses and len(statuses) != len(spans):
+        raise ValueError(
+            f"doc.spans[{GUM_INFSTAT_KEY!r}] has {len(statuses)} spans but doc.spans[{GUM_MENTIONS_KEY!r}] "
+            f"{len(spans)}: they must be parallel (corpora.gum_entities.add_gum_mentions)"
+        )
+    same_tokens = _same_tokens(predicted, reference)
+    gold = MentionGold(clusters)
+    for i, span in enumerate(spans):
+        if same_tokens:
+            aligned: Optional[TokenSpan] = (span.start, span.end - 1)
+        else:
+            found = predicted.char_span(span.start_char, span.end_char)
+            aligned = (found.start, found.end - 1) if found is not None and len(found) else None
+        if aligned is None:
+            n_missed += 1
+            continue
+        gold.mentions.append(aligned)
+        gold.entity_types.append(span.label_)
+        gold.infstat.append(statuses[i].label_ if statuses else "")
+    return gold, n_missed

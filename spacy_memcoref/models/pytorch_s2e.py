@@ -13,7 +13,7 @@ threshold) and building the clusters is the decoder's (decoders.s2e).
 """
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -30,6 +30,13 @@ DISTANCE_BUCKET_EDGES = (0, 1, 2, 3, 4, 7, 15, 31, 63, 127, 255)
 # units, and Adam moves a parameter by about the learning rate a step:
 # scaling it lets it get there in hundreds of steps, not tens of thousands.
 LINK_BIAS_SCALE = 10.0
+# The classes of the auxiliary heads: GUM's entity types and information
+# statuses (GUM V11; corpora.gum_entities). A label outside them (GUM's rare
+# "undefined") is left out of the loss.
+ENTITY_TYPES = (
+    "abstract", "animal", "event", "object", "organization", "person", "place", "plant", "substance", "time",
+)
+INFSTATS = ("new", "giv:act", "giv:inact", "acc:inf", "acc:aggr", "acc:com")
 
 
 @dataclass
@@ -97,6 +104,13 @@ class S2EHead(nn.Module):
         null score stays 0), so training can move the link decision as a
         whole instead of through the mention scores, which the mention loss
         ties to the rarity of mentions among all spans.
+    singletons_as_mentions (bool): the mention loss counts every mention of
+        GUM's entity layer (singletons included; doc_helpers.gold.MentionGold)
+        as a positive, not only the mentions of gold clusters.
+    entity_type_loss_weight (float), infstat_loss_weight (float): weights of
+        auxiliary cross-entropies that classify each GUM mention's entity
+        type / information status from its endpoint features (m^s, m^e); 0
+        builds no such classifier. Training-only: prediction never runs them.
 
     The arguments have no defaults: the builder (models.s2e_model.build_s2e)
     is their home.
@@ -115,6 +129,9 @@ class S2EHead(nn.Module):
         use_distance: bool,
         mention_loss_weight: float,
         learn_link_bias: bool,
+        singletons_as_mentions: bool,
+        entity_type_loss_weight: float,
+        infstat_loss_weight: float,
     ) -> None:
         super().__init__()
         self.use_distance = use_distance
@@ -143,6 +160,13 @@ class S2EHead(nn.Module):
         self.register_buffer("distance_edges", torch.tensor(DISTANCE_BUCKET_EDGES), persistent=False)
         # only when asked for, so pipelines saved without it still load
         self.link_bias = nn.Parameter(torch.zeros(1)) if learn_link_bias else None  # 1-d: thinc optimizers take no 0-d arrays
+        self.singletons_as_mentions = singletons_as_mentions
+        self.entity_type_loss_weight = entity_type_loss_weight
+        self.infstat_loss_weight = infstat_loss_weight
+        # auxiliary classifiers over [m^s; m^e], only when asked for (so
+        # pipelines saved without them still load)
+        self.entity_type_scorer = nn.Linear(2 * hidden_size, len(ENTITY_TYPES)) if entity_type_loss_weight > 0 else None
+        self.infstat_scorer = nn.Linear(2 * hidden_size, len(INFSTATS)) if infstat_loss_weight > 0 else None
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -157,6 +181,10 @@ class S2EHead(nn.Module):
 
         RETURNS (Tuple[Tensor, Tensor, Tensor]): starts, ends (inclusive), scores.
         """
+        return self._score_mentions(tokens, sent_ids)[0]
+
+    def _score_mentions(self, tokens: Tensor, sent_ids: Optional[Tensor]):
+        """score_mentions, and the endpoint features (m^s, m^e) it used."""
         n_tokens = tokens.shape[0]
         m_start = self.mention_start(tokens)
         m_end = self.mention_end(tokens)
@@ -178,7 +206,7 @@ class S2EHead(nn.Module):
             # one mask for all widths: far cheaper than indexing each width
             keep = torch.cat(same_sentence)
             starts, ends, scores = starts[keep], ends[keep], scores[keep]
-        return starts, ends, scores
+        return (starts, ends, scores), (m_start, m_end)
 
     def top_candidates(
         self, starts: Tensor, ends: Tensor, scores: Tensor, n_tokens: int
@@ -259,7 +287,7 @@ class S2EHead(nn.Module):
     def _candidates(self, doc: S2EDocument):
         tokens = doc.tokens
         n_tokens = tokens.shape[0]
-        all_starts, all_ends, all_scores = self.score_mentions(tokens, doc.sent_ids)
+        (all_starts, all_ends, all_scores), features = self._score_mentions(tokens, doc.sent_ids)
         top = self.top_candidates(all_starts, all_ends, all_scores, n_tokens)
         starts, ends, mention_scores = all_starts[top], all_ends[top], all_scores[top]
         queries, keys = self._antecedent_inputs(tokens, starts, ends)
@@ -267,23 +295,39 @@ class S2EHead(nn.Module):
         if self.use_speakers and doc.speaker_ids is not None:
             speakers = doc.speaker_ids[starts]
         candidates = (starts, ends, mention_scores, queries, keys, speakers)
-        return candidates, (all_starts, all_ends, all_scores)
+        return candidates, (all_starts, all_ends, all_scores), features
 
-    def document_loss(self, doc: S2EDocument, gold: Clusters) -> Tensor:
+    def document_loss(self, doc: S2EDocument, gold: Union[Clusters, Any]) -> Tensor:
         """Marginal log-likelihood of the gold antecedents among the kept
         candidates; null is gold for a candidate that is not a gold mention or
-        has no kept gold antecedent (as in the paper's reference code).
+        has no kept gold antecedent (as in the paper's reference code), plus
+        the mention loss and the auxiliary losses asked for.
 
+        gold (Union[Clusters, MentionGold]): the clusters, or a
+            doc_helpers.gold.MentionGold (clusters and GUM's mentions) when
+            an auxiliary loss needs GUM's entity layer.
         RETURNS (Tensor): summed over the kept candidates.
         """
+        aux = None if isinstance(gold, list) else gold
+        clusters: Clusters = gold if aux is None else aux.clusters
+        if aux is None and self.needs_mention_gold:
+            raise ValueError(
+                "singletons_as_mentions, entity_type_loss_weight and infstat_loss_weight need GUM's "
+                "mentions (a MentionGold), not clusters alone"
+            )
         n_tokens = doc.tokens.shape[0]
-        candidates, (all_starts, all_ends, all_scores) = self._candidates(doc)
+        candidates, (all_starts, all_ends, all_scores), (m_start, m_end) = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
-        cluster_ids = gold_cluster_ids(starts, ends, gold, n_tokens)
+        cluster_ids = gold_cluster_ids(starts, ends, clusters, n_tokens)
         n_cand = starts.shape[0]
         loss = doc.tokens.new_zeros(())
+        if aux is not None:
+            loss = loss + self._auxiliary_loss(aux, m_start, m_end)
         if self.mention_loss_weight > 0:
-            is_mention = (gold_cluster_ids(all_starts, all_ends, gold, n_tokens) > 0).to(all_scores.dtype)
+            positives = clusters
+            if self.singletons_as_mentions:
+                positives = clusters + [[span] for span in aux.mentions]
+            is_mention = (gold_cluster_ids(all_starts, all_ends, positives, n_tokens) > 0).to(all_scores.dtype)
             bce = nn.functional.binary_cross_entropy_with_logits(all_scores, is_mention, reduction="sum")
             # about max_width candidates a token: scale to a per-token sum,
             # like the antecedent loss (a sum over ~lambda * T candidates)
@@ -301,6 +345,36 @@ class S2EHead(nn.Module):
             loss = loss + (torch.logsumexp(all_scores, 1) - torch.logsumexp(gold_scores, 1)).sum()
         return loss
 
+    @property
+    def needs_mention_gold(self) -> bool:
+        """Whether training needs GUM's mentions (a MentionGold a document)."""
+        return self.singletons_as_mentions or self.entity_type_scorer is not None or self.infstat_scorer is not None
+
+    def _auxiliary_loss(self, gold: Any, m_start: Tensor, m_end: Tensor) -> Tensor:
+        """Cross-entropies of the entity-type and information-status heads
+        over GUM's mentions up to max_width tokens (summed, like the
+        antecedent loss)."""
+        loss = m_start.new_zeros(())
+        spans = [(i, s, e) for i, (s, e) in enumerate(gold.mentions) if e - s < self.max_width]
+        if not spans:
+            return loss
+        index = torch.tensor([i for i, _, _ in spans], device=m_start.device)
+        starts = torch.tensor([s for _, s, _ in spans], device=m_start.device)
+        ends = torch.tensor([e for _, _, e in spans], device=m_start.device)
+        features = torch.cat([m_start[starts], m_end[ends]], dim=-1)
+        for scorer, weight, labels, classes in (
+            (self.entity_type_scorer, self.entity_type_loss_weight, gold.entity_types, ENTITY_TYPES),
+            (self.infstat_scorer, self.infstat_loss_weight, gold.infstat, INFSTATS),
+        ):
+            if scorer is None:
+                continue
+            ids = [classes.index(labels[i]) if labels[i] in classes else -100 for i in index.tolist()]
+            target = torch.tensor(ids, device=m_start.device)
+            if bool((target >= 0).any()):
+                logits = scorer(features).float()
+                loss = loss + weight * nn.functional.cross_entropy(logits, target, ignore_index=-100, reduction="sum")
+        return loss
+
     @torch.no_grad()
     def document_links(self, doc: S2EDocument) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Each kept candidate's best antecedent and that pair's score.
@@ -309,7 +383,7 @@ class S2EHead(nn.Module):
             candidates in text order), best antecedent index (-1: none
             precedes), its score (NEG_INF when none precedes).
         """
-        candidates, _ = self._candidates(doc)
+        candidates, _, _ = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
         n_cand = starts.shape[0]
         best_scores, best_indices = [], []
@@ -335,7 +409,8 @@ class S2EHead(nn.Module):
         """Loss over a batch (when golds are given) or predicted links.
 
         docs (Sequence[S2EDocument]): the batch.
-        golds (Optional[Sequence[Clusters]]): gold clusters a document.
+        golds (Optional[Sequence[Clusters]]): gold clusters a document (or a
+            doc_helpers.gold.MentionGold, see document_loss).
         RETURNS (Tuple[Optional[Tensor], List[Dict[str, Any]]]): the summed
             loss (None without golds, or when no document has a token), and a
             {"links": `predicted_links`} dict a document (None while training).

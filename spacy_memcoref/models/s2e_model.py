@@ -11,7 +11,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..decoders.s2e import S2EDecoder
-from ..doc_helpers.gold import aligned_gold_clusters
+from ..doc_helpers.gold import aligned_gold_clusters, gold_with_gum_mentions
 from .frozen_encoder import frozen_encoder, frozen_options_error
 
 
@@ -40,6 +40,9 @@ def build_s2e(
     learn_link_bias: bool = False,
     frozen_cache_mb: int = 2048,
     frozen_cache_dir: Optional[str] = None,
+    singletons_as_mentions: bool = False,
+    entity_type_loss_weight: float = 0.0,
+    infstat_loss_weight: float = 0.0,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -73,6 +76,14 @@ def build_s2e(
     frozen_cache_mb (int), frozen_cache_dir (Optional[str]): with
         freeze_encoder, the frozen encoder's cache in memory and on disk, as
         in spacy_memcoref.PeTra.v1 (frozen_encoder.frozen_encoder).
+    singletons_as_mentions (bool): the mention loss counts every mention of
+        GUM's entity layer (singletons included) as a positive, not only the
+        mentions of gold clusters. Training Docs need doc.spans["gum_mentions"]
+        (convert with --gum-entities).
+    entity_type_loss_weight (float), infstat_loss_weight (float): weights of
+        auxiliary heads that classify each GUM mention's entity type /
+        information status from its endpoint features (0: none). Training
+        only: a trained pipeline predicts without them, at the same speed.
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -91,6 +102,13 @@ def build_s2e(
     except ValueError as err:
         raise ValueError(f"spacy_memcoref.S2E.v1: {err}") from None
     _check(isinstance(learn_link_bias, bool), f"learn_link_bias must be true or false, got {learn_link_bias!r}")
+    _check(isinstance(singletons_as_mentions, bool), f"singletons_as_mentions must be true or false, got {singletons_as_mentions!r}")
+    _check(
+        not singletons_as_mentions or mention_loss_weight > 0,
+        "singletons_as_mentions needs mention_loss_weight > 0 (it changes the mention loss's positives)",
+    )
+    _check(entity_type_loss_weight >= 0, f"entity_type_loss_weight must be >= 0, got {entity_type_loss_weight!r}")
+    _check(infstat_loss_weight >= 0, f"infstat_loss_weight must be >= 0, got {infstat_loss_weight!r}")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -108,6 +126,9 @@ def build_s2e(
         use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
         learn_link_bias=learn_link_bias,
+        singletons_as_mentions=singletons_as_mentions,
+        entity_type_loss_weight=entity_type_loss_weight,
+        infstat_loss_weight=infstat_loss_weight,
     )
 
     def make_head_input(doc: Doc, tokens) -> S2EDocument:
@@ -124,7 +145,7 @@ def build_s2e(
         tok2vec,
         head,
         make_head_input,
-        make_gold=aligned_gold_clusters,
+        make_gold=gold_with_gum_mentions if head.needs_mention_gold else aligned_gold_clusters,
         decoder=decoder,
         lr_scale=head_lr_scale,
     )

@@ -1,0 +1,231 @@
+"""s2e's auxiliary supervision from GUM's entity layer: singletons as positives
+of the mention loss, an entity-type head and an information-status head.
+
+Each loss overfits a tiny batch to ~0; a pipeline trained with the auxiliary
+heads predicts exactly what the same weights without them predict; training
+Docs without GUM's layer get a clear error; the gold is aligned by
+characters when the tokens differ; on the shared OntoGUM train files the
+gold carries every GUM mention.
+"""
+import itertools
+
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.training import Example
+from thinc.api import Adam, fix_random_seed
+
+from spacy_memcoref.doc_helpers.gold import GUM_INFSTAT_KEY, GUM_MENTIONS_KEY, MentionGold, gold_with_gum_mentions
+from spacy_memcoref.models.pytorch_s2e import ENTITY_TYPES, INFSTATS, S2EDocument, S2EHead, gold_cluster_ids
+
+from conftest import make_examples, s2e_config, s2e_head_args
+
+# GUM-style mentions for conftest's TRAIN texts: (start, end, type, infstat);
+# "late" and "profits" are singletons (in no cluster)
+GUM_MENTIONS = [
+    [(0, 0, "person", "new"), (2, 2, "person", "new"), (4, 4, "person", "giv:act"), (6, 6, "person", "giv:act")],
+    [(0, 1, "organization", "new"), (3, 3, "organization", "giv:act"), (3, 4, "abstract", "new"), (7, 7, "organization", "giv:act")],
+    [(0, 0, "person", "new"), (2, 2, "person", "new"), (6, 6, "person", "giv:act"), (8, 8, "person", "giv:act"), (11, 11, "person", "giv:act")],
+]
+
+
+def _with_gum_layer(examples):
+    for eg, mentions in zip(examples, GUM_MENTIONS):
+        ref = eg.reference
+        spans = [Span(ref, s, e + 1, label=t) for s, e, t, _ in mentions]
+        ref.spans[GUM_MENTIONS_KEY] = SpanGroup(ref, name=GUM_MENTIONS_KEY, spans=spans)
+        statuses = [Span(ref, s, e + 1, label=i) for s, e, _, i in mentions]
+        ref.spans[GUM_INFSTAT_KEY] = SpanGroup(ref, name=GUM_INFSTAT_KEY, spans=statuses)
+    return examples
+
+
+def _head(**options) -> S2EHead:
+    torch.manual_seed(0)
+    args = s2e_head_args(hidden_size=16, dropout=0.0, max_width=4, top_lambda=1.0, use_speakers=False)
+    args.update(options)
+    return S2EHead(**args)
+
+
+def _tiny_gold():
+    torch.manual_seed(1)
+    doc = S2EDocument(torch.randn(8, 6))
+    gold = MentionGold(
+        clusters=[[(0, 0), (5, 5)]],
+        mentions=[(0, 0), (2, 3), (5, 5), (7, 7)],
+        entity_types=["person", "object", "person", "place"],
+        infstat=["new", "acc:inf", "giv:act", "undefined"],  # "undefined" is left out
+    )
+    return doc, gold
+
+
+def _overfit(head: S2EHead, loss_fn, steps: int = 300) -> float:
+    loss_fn()  # materialize the lazy layers before the optimizer sees them
+    optimizer = torch.optim.Adam(head.parameters(), lr=0.01)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        optimizer.step()
+    return float(loss_fn())
+
+
+@pytest.mark.parametrize("option", ["entity_type_loss_weight", "infstat_loss_weight"])
+def test_each_classifier_loss_goes_to_zero_on_a_tiny_batch(option):
+    head = _head(**{option: 1.0})
+    doc, gold = _tiny_gold()
+    m = lambda: head._auxiliary_loss(gold, *head._score_mentions(doc.tokens, None)[1])  # noqa: E731
+    before = float(m().detach())
+    after = _overfit(head, m)
+    assert before > 1.0 and after < 0.01, (before, after)
+
+
+def test_singletons_count_as_mention_positives_and_the_loss_goes_to_zero():
+    doc, gold = _tiny_gold()
+    plain = _head(mention_loss_weight=1.0)
+    with_singletons = _head(mention_loss_weight=1.0, singletons_as_mentions=True)
+    # the mention loss's targets: the cluster mentions, plus GUM's singletons when asked
+    starts = torch.tensor([0, 2, 5, 7, 1])
+    ends = torch.tensor([0, 3, 5, 7, 1])
+    assert (gold_cluster_ids(starts, ends, gold.clusters, 8) > 0).tolist() == [True, False, True, False, False]
+    positives = gold.clusters + [[span] for span in gold.mentions]
+    assert (gold_cluster_ids(starts, ends, positives, 8) > 0).tolist() == [True, True, True, True, False]
+    # the two heads start from the same weights: the losses differ by the singletons' targets only
+    plain([doc], None)  # materialize the lazy layers
+    with_singletons([doc], None)
+    with_singletons.load_state_dict(plain.state_dict())
+    assert float(with_singletons.document_loss(doc, gold)) != pytest.approx(float(plain.document_loss(doc, gold.clusters)))
+    after = _overfit(with_singletons, lambda: with_singletons.document_loss(doc, gold), steps=400)
+    assert after < 0.05
+
+
+def test_all_auxiliary_losses_together_go_to_zero():
+    head = _head(singletons_as_mentions=True, entity_type_loss_weight=1.0, infstat_loss_weight=1.0)
+    doc, gold = _tiny_gold()
+    assert _overfit(head, lambda: head.document_loss(doc, gold), steps=400) < 0.05
+
+
+def test_the_head_refuses_clusters_alone_when_it_needs_gum_mentions():
+    head = _head(entity_type_loss_weight=1.0)
+    doc, gold = _tiny_gold()
+    with pytest.raises(ValueError, match="GUM's mentions"):
+        head.document_loss(doc, gold.clusters)
+
+
+def test_unknown_labels_are_left_out_of_the_loss():
+    head = _head(infstat_loss_weight=1.0)
+    doc, gold = _tiny_gold()
+    head([doc], None)
+    only_undefined = MentionGold(gold.clusters, [(7, 7)], ["place"], ["undefined"])
+    features = head._score_mentions(doc.tokens, None)[1]
+    assert float(head._auxiliary_loss(only_undefined, *features)) == 0.0
+    assert set(ENTITY_TYPES) >= {"person", "place", "abstract"} and "new" in INFSTATS
+
+
+# ----- the pipeline -------------------------------------------------------------------
+
+AUX = {"singletons_as_mentions": True, "entity_type_loss_weight": 1.0, "infstat_loss_weight": 1.0}
+
+
+def _trained(options, steps=12):
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(**options))
+    examples = _with_gum_layer(make_examples(nlp))
+    optimizer = Adam(0.01)
+    nlp.initialize(lambda: examples)
+    for _ in range(steps):
+        nlp.update(examples, sgd=optimizer)
+    return nlp, examples
+
+
+def test_a_pipeline_trained_with_the_heads_predicts_as_one_without_them(tmp_path):
+    nlp, examples = _trained(AUX)
+    head = _head_module(nlp)
+    assert head.entity_type_scorer is not None and head.infstat_scorer is not None
+    texts = [eg.reference.text for eg in examples] + ["Mary saw her brother . He waved at her ."]
+    predicted = [_clusters(doc) for doc in nlp.pipe(texts)]
+    assert any(predicted), "the tiny pipeline should predict some clusters"
+    # it survives a save and load, auxiliary weights and all
+    nlp.to_disk(tmp_path / "aux")
+    assert [_clusters(doc) for doc in spacy.load(tmp_path / "aux").pipe(texts)] == predicted
+    # the same weights without the auxiliary heads predict the same clusters
+    head.entity_type_scorer = None
+    head.infstat_scorer = None
+    head.singletons_as_mentions = False
+    assert not head.needs_mention_gold
+    assert [_clusters(doc) for doc in nlp.pipe(texts)] == predicted
+
+
+def _head_module(nlp) -> S2EHead:
+    for node in nlp.get_pipe("memcoref").model.walk():
+        for shim in node.shims:
+            if isinstance(getattr(shim, "_model", None), S2EHead):
+                return shim._model
+    raise AssertionError("no S2EHead in the model")
+
+
+def _clusters(doc: Doc):
+    return sorted(
+        sorted((s.start, s.end) for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters")
+    )
+
+
+def test_training_docs_without_the_gum_layer_get_a_clear_error():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(singletons_as_mentions=True))
+    examples = make_examples(nlp)
+    examples[0].reference.user_data["doc_id"] = "GUM_interview_x"
+    nlp.initialize(lambda: examples)
+    with pytest.raises(ValueError, match=r"document 'GUM_interview_x' has no doc.spans\['gum_mentions'\].*--gum-entities"):
+        nlp.update(examples)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"singletons_as_mentions": True, "mention_loss_weight": 0.0}, "needs mention_loss_weight > 0"),
+        ({"entity_type_loss_weight": -1.0}, "entity_type_loss_weight must be >= 0"),
+        ({"singletons_as_mentions": "maybe"}, "singletons_as_mentions"),
+    ],
+)
+def test_bad_options_are_refused(options, message):
+    nlp = spacy.blank("en")
+    with pytest.raises(Exception, match=message):
+        nlp.add_pipe("memcoref", config=s2e_config(**options))
+
+
+# ----- the gold -----------------------------------------------------------------------
+
+
+def test_gold_is_aligned_by_characters_when_the_tokens_differ():
+    nlp = spacy.blank("en")
+    ref = Doc(nlp.vocab, words=["Mary", "'s", "dog", "barked", "."], spaces=[False, True, True, False, False])
+    ref.spans["coref_clusters_1"] = [ref[0:1], ref[0:3]]
+    ref.spans[GUM_MENTIONS_KEY] = SpanGroup(ref, name=GUM_MENTIONS_KEY, spans=[Span(ref, 0, 1, label="person"), Span(ref, 0, 3, label="animal")])
+    ref.spans[GUM_INFSTAT_KEY] = SpanGroup(ref, name=GUM_INFSTAT_KEY, spans=[Span(ref, 0, 1, label="new"), Span(ref, 0, 3, label="new")])
+    predicted = Doc(nlp.vocab, words=["Mary's", "dog", "barked."], spaces=[True, True, False])
+    gold, missed = gold_with_gum_mentions(Example(predicted, ref), "coref_clusters")
+    # "Mary" alone is not a predicted token: left out and counted, in the clusters and the mentions
+    assert missed == 2
+    assert gold.mentions == [(0, 1)] and gold.entity_types == ["animal"] and gold.infstat == ["new"]
+    assert gold.clusters == [[(0, 1)]]
+
+
+def test_the_gold_on_the_shared_ontogum_train_files_carries_every_gum_mention(shared_data):
+    from spacy_memcoref.corpora.conll import read_conll_docs
+    from spacy_memcoref.corpora.gum_entities import attach_gum_entities, read_gum_entities
+
+    gum = read_gum_entities(shared_data / "gum_dep")
+    nlp = spacy.blank("en")
+    docs = list(itertools.islice(read_conll_docs(shared_data / "ontogum" / "train", nlp.vocab), 5))
+    docs = attach_gum_entities(docs, gum)
+    for doc in docs:
+        gold, missed = gold_with_gum_mentions(Example(Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc]), doc), "coref_clusters")
+        gum_doc = gum[doc.user_data["doc_id"]]
+        assert missed == 0
+        assert gold.mentions == [(m.start, m.end - 1) for m in gum_doc.mentions]
+        assert gold.entity_types == [m.etype for m in gum_doc.mentions]
+        assert gold.infstat == [m.infstat for m in gum_doc.mentions]
+        n_singletons = len(gum_doc.singletons)
+        assert 0 < n_singletons < len(gold.mentions)
