@@ -1,5 +1,5 @@
 """Speed and memory of the PeTra memory head (the pure torch module,
-spacy_memcoref.models.pytorch_petra.PeTra) on top of the embedded MiniLM
+spacy_memcoref.models.petra.pytorch_petra.PeTra) on top of the embedded MiniLM
 encoder, in inference (eval mode, torch.no_grad). It does not need the
 PeTra spaCy component: the encoder is the s2e component's tok2vec (the same
 MiniLM), run once to get token features, and PeTra(input_size=384) reads them.
@@ -11,8 +11,9 @@ MiniLM), run once to get token features, and PeTra(input_size=384) reads them.
    a token of small matmuls and element-wise ops, and on a busy machine a
    second OpenMP thread can make it many times slower. A pass stops early
    after --budget seconds. With --baseline FILE (a pytorch_petra.py of an
-   older revision, e.g. `git show REV:spacy_memcoref/models/pytorch_petra.py
-   > /tmp/petra_old.py`) that PeTra is timed too, on the same weights and
+   older revision, e.g. `git show REV:spacy_memcoref/models/petra/pytorch_petra.py
+   > /tmp/petra_old.py`; models/pytorch_petra.py in revisions before models/
+   was split by part) that PeTra is timed too, on the same weights and
    features, interleaved with the current one in the same passes (so both
    see the same machine load), with the speed-up and the largest difference
    between the two memory logs.
@@ -107,7 +108,7 @@ def parse_args(argv=None):
 
 
 # PeTra's arguments besides the sizes: the builder's defaults (the torch
-# module takes required arguments; models.petra_model.build_petra is their home)
+# module takes required arguments; models.petra.petra_model.build_petra is their home)
 BUILDER_ARGS = ("usage_decay", "entity_loss_weight", "dropout", "learned_init", "fixed_key_size")
 
 
@@ -115,7 +116,7 @@ def builder_defaults():
     """{name: build_petra's default} of BUILDER_ARGS."""
     import inspect
 
-    from spacy_memcoref.models.petra_model import build_petra
+    from spacy_memcoref.models.petra.petra_model import build_petra
 
     params = inspect.signature(build_petra).parameters
     return {name: params[name].default for name in BUILDER_ARGS}
@@ -132,7 +133,7 @@ def petra_kwargs(args):
 def make_petra(args, input_size=384):
     import torch
 
-    from spacy_memcoref.models.pytorch_petra import PeTra
+    from spacy_memcoref.models.petra.pytorch_petra import PeTra
 
     torch.manual_seed(0)
     model = PeTra(input_size, **petra_kwargs(args))

@@ -113,7 +113,7 @@ def child(args) -> None:
             nlp(doc)
             result["seconds_2nd"] = time.perf_counter() - t0
     else:
-        from spacy_memcoref.models.encoder import encode_for_inference
+        from spacy_memcoref.models.encoder.encoder import encode_for_inference
 
         vectors, enc_s, enc_before, enc_peak, reset = _measure(lambda: encode_for_inference(tok2vec, [doc]))
         _, head_s, head_before, head_peak, _ = _measure(lambda: head_layer.predict(([doc], vectors, None)))

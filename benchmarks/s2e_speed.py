@@ -239,7 +239,7 @@ def precision_pipelines(model_path, tmp, wanted=("float32", "bfloat16", "int8"))
 
     from spacy_memcoref.cli import app
     from spacy_memcoref import run_in_float32
-    from spacy_memcoref.models.bf16_autocast import install, pipeline_transformers
+    from spacy_memcoref.models.encoder.bf16_autocast import install, pipeline_transformers
 
     pipes = {"float32": spacy.load(model_path)}
     run_in_float32(pipes["float32"])

@@ -9,7 +9,7 @@ from .about import __version__
 # so Docs read back from a DocBin have them without loading a pipeline.
 from .doc_helpers import memory_log  # noqa: F401
 from .entities import EntityRecord, Mention, entities
-from .models.bf16_autocast import run_in_bfloat16, run_in_float32
+from .models.encoder.bf16_autocast import run_in_bfloat16, run_in_float32
 from .resolution import Edit, Resolved, register_extension, resolve
 
 # doc._.coref_resolved: resolve(doc).text, computed when read

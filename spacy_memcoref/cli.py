@@ -302,7 +302,7 @@ def predict(
 
 def _petra_pipe(nlp, component: Optional[str]):
     """(name, component) of the PeTra coreference component of a pipeline."""
-    from .models.petra_model import is_petra_model
+    from .models.petra.petra_model import is_petra_model
     from .pipeline.coref_component import CorefComponent
 
     if component is not None:
@@ -617,7 +617,7 @@ def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
         says so, or a component's encoder is: quantizing twice would only
         lose more precision) or has no memcoref transformer to quantize.
     """
-    from .models.int8 import quantize_encoders
+    from .models.encoder.int8 import quantize_encoders
     from .pipeline.coref_component import CorefComponent
 
     done = nlp.meta.get("memcoref_int8")

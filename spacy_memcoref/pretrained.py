@@ -159,7 +159,7 @@ def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
     from safetensors.torch import load_file
     from spacy import util
 
-    from .models.encoder import embedded_encoder_path
+    from .models.encoder.encoder import embedded_encoder_path
 
     folder = model_dir(name_or_path)
     meta = info(folder)
@@ -240,7 +240,7 @@ def build(
     import spacy
     from safetensors.torch import save_file
 
-    from .models.encoder import embedded_encoder_path
+    from .models.encoder.encoder import embedded_encoder_path
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")

@@ -71,14 +71,14 @@ def builder_defaults(builder: Callable, names: Tuple[str, ...]) -> Dict[str, Any
 
 def petra_args(**overrides: Any) -> Dict[str, Any]:
     """pytorch_petra.PeTra's keyword arguments: build_petra's defaults, overridden."""
-    from spacy_memcoref.models.petra_model import build_petra
+    from spacy_memcoref.models.petra.petra_model import build_petra
 
     return {**builder_defaults(build_petra, PETRA_ARGS), **overrides}
 
 
 def s2e_head_args(**overrides: Any) -> Dict[str, Any]:
     """pytorch_s2e.S2EHead's keyword arguments: build_s2e's defaults, overridden."""
-    from spacy_memcoref.models.s2e_model import build_s2e
+    from spacy_memcoref.models.s2e.s2e_model import build_s2e
 
     return {**builder_defaults(build_s2e, S2E_HEAD_ARGS), **overrides}
 
@@ -264,7 +264,7 @@ def tiny_mpnet(tmp_path_factory) -> Path:
     import torch
     from transformers import MPNetConfig, MPNetModel
 
-    from spacy_memcoref.models.encoder import embedded_encoder_path
+    from spacy_memcoref.models.encoder.encoder import embedded_encoder_path
 
     path = tmp_path_factory.mktemp("tiny_mpnet")
     source = Path(embedded_encoder_path())

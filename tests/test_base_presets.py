@@ -8,8 +8,8 @@ import spacy
 from spacy.util import load_config, load_model_from_config
 from thinc.api import Adam, fix_random_seed
 
-from spacy_memcoref.models.frozen_encoder import frozen_cache
-from spacy_memcoref.models.transformer_node import find_transformer
+from spacy_memcoref.models.encoder.frozen_encoder import frozen_cache
+from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 from conftest import gap_examples, make_examples
 

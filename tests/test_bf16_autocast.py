@@ -6,9 +6,9 @@ import spacy
 import torch
 from thinc.api import Adam, fix_random_seed
 
-from spacy_memcoref.models.bf16_autocast import _to_float32, install
-from spacy_memcoref.models.encoder import build_embedded_transformer
-from spacy_memcoref.models.transformer_node import find_transformer
+from spacy_memcoref.models.encoder.bf16_autocast import _to_float32, install
+from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
+from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 from conftest import make_examples, s2e_config, sample_docs
 
@@ -93,8 +93,8 @@ def test_install_is_idempotent_and_casts_every_output():
 
 
 def test_disable_restores_float32_and_install_then_stays_off():
-    from spacy_memcoref.models.bf16_autocast import disable
-    from spacy_memcoref.models.int8 import INT8_MARK
+    from spacy_memcoref.models.encoder.bf16_autocast import disable
+    from spacy_memcoref.models.encoder.int8 import INT8_MARK
 
     seen = []
 

@@ -157,11 +157,11 @@ def test_one_rule_picks_what_the_three_rules_picked():
 
 
 def test_torch_modules_take_the_builders_settings_as_required_arguments():
-    from spacy_memcoref.models.petra_model import build_petra
-    from spacy_memcoref.models.pytorch_petra import PeTra
-    from spacy_memcoref.models.pytorch_petra_head import PeTraHead
-    from spacy_memcoref.models.pytorch_s2e import S2EHead
-    from spacy_memcoref.models.s2e_model import build_s2e
+    from spacy_memcoref.models.petra.petra_model import build_petra
+    from spacy_memcoref.models.petra.pytorch_petra import PeTra
+    from spacy_memcoref.models.petra.pytorch_petra_head import PeTraHead
+    from spacy_memcoref.models.s2e.pytorch_s2e import S2EHead
+    from spacy_memcoref.models.s2e.s2e_model import build_s2e
 
     for module, builder, own in (
         (PeTra, build_petra, {"input_size", "temperature"}),

@@ -91,9 +91,9 @@ def builder_defaults(builder) -> Dict[str, Any]:
 
 
 def architectures():
-    from spacy_memcoref.models.encoder import build_embedded_transformer
-    from spacy_memcoref.models.petra_model import build_petra
-    from spacy_memcoref.models.s2e_model import build_s2e
+    from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
+    from spacy_memcoref.models.petra.petra_model import build_petra
+    from spacy_memcoref.models.s2e.s2e_model import build_s2e
 
     return [
         ("spacy_memcoref.S2E.v1", build_s2e),

@@ -7,10 +7,10 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 
-from spacy_memcoref.models.encoder import build_embedded_transformer
-from spacy_memcoref.models.encoder_cache import EncoderCache, words_key
-from spacy_memcoref.models.frozen_encoder import frozen_cache, frozen_encoder
-from spacy_memcoref.models.transformer_node import find_transformer
+from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
+from spacy_memcoref.models.encoder.encoder_cache import EncoderCache, words_key
+from spacy_memcoref.models.encoder.frozen_encoder import frozen_cache, frozen_encoder
+from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -114,6 +114,30 @@ def test_bad_frozen_cache_mb():
         frozen_encoder(build_embedded_transformer(), cache_mb=-1)
 
 
+def test_frozen_cache_mb_has_one_default_and_one_check():
+    """The three builders default `frozen_cache_mb` to one constant; the
+    frozen encoder and the partly frozen transformer check it with one
+    function, the only place that words the error."""
+    import inspect
+    from pathlib import Path
+
+    from spacy_memcoref.models.encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB, check_frozen_cache_mb
+    from spacy_memcoref.models.petra.petra_model import build_petra
+    from spacy_memcoref.models.s2e.s2e_model import build_s2e
+
+    for builder in (build_embedded_transformer, build_s2e, build_petra):
+        assert inspect.signature(builder).parameters["frozen_cache_mb"].default == DEFAULT_FROZEN_CACHE_MB
+    assert check_frozen_cache_mb(0) == 0 and check_frozen_cache_mb(64) == 64
+    for bad in (-1, True, 1.5, "64", None):
+        with pytest.raises(ValueError, match="frozen_cache_mb must be an integer >= 0"):
+            check_frozen_cache_mb(bad)
+    with pytest.raises(ValueError, match="frozen_cache_mb must be an integer >= 0, got -1"):
+        build_embedded_transformer(trainable_layers=1, frozen_cache_mb=-1)
+    source = Path(__file__).resolve().parent.parent / "spacy_memcoref"
+    wording = [str(p.relative_to(source)) for p in sorted(source.rglob("*.py")) if "frozen_cache_mb must be" in p.read_text(encoding="utf8")]
+    assert wording == ["models/encoder/encoder_cache.py"], wording
+
+
 def test_partly_frozen_mpnet_equals_the_full_encoder(tiny_mpnet):
     """MPNet adds a relative position bias in every layer: the frozen bottom
     layers must get it too, or their output is another function."""
@@ -133,7 +157,7 @@ def test_partly_frozen_mpnet_equals_the_full_encoder(tiny_mpnet):
 def test_disk_cache_serves_a_later_run_and_only_the_same_encoder(tmp_path, monkeypatch):
     import torch
 
-    from spacy_memcoref.models import frozen_encoder as module
+    from spacy_memcoref.models.encoder import frozen_encoder as module
 
     nlp = spacy.blank("en")
     docs = _docs(nlp)

@@ -10,8 +10,8 @@ from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
-from spacy_memcoref.models.int8 import is_quantized_state, quantize_module, quantize_module_like, quantized_layer_count
-from spacy_memcoref.models.transformer_node import find_transformer
+from spacy_memcoref.models.encoder.int8 import is_quantized_state, quantize_module, quantize_module_like, quantized_layer_count
+from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 from conftest import make_examples, s2e_config
 

@@ -12,7 +12,17 @@ below; two layers of one rank may not import each other):
 2. decoders     each model's decisions on a prediction (link threshold,
                 calibration, GAP threshold, people-count alpha) and the
                 writing of it on a Doc: numpy, no torch
-3. models       Thinc builders and pure torch modules
+3. models       Thinc builders and pure torch modules, a layer by part
+                (every module of models/ in a part; lowest first):
+   3.0 models          the package and the torch helpers both the encoder
+                       and the heads use (averaged_params, torch_weights)
+   3.1 models.encoder  the encoder: the embedded transformer, its frozen
+                       and partly frozen forms, their cache, bfloat16, int8,
+                       weights-only loading
+   3.2 models.glue     thinc_glue: a torch head as a Thinc model
+   3.3 models.s2e      s2e's builder and torch module
+   3.3 models.petra    PeTra's builder and torch modules (s2e and PeTra do
+                       not import each other)
 4. scoring      metrics, GAP decisions
 5. pipeline     the spaCy components (and the training callbacks)
 6. tuning       choosing decoder settings on validation data: grids, the
@@ -23,20 +33,28 @@ below; two layers of one rank may not import each other):
 """
 import ast
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 PACKAGE = "spacy_memcoref"
 SOURCE = Path(__file__).resolve().parent.parent / PACKAGE
 
-# first part of the module name under the package -> (layer, rank)
-LAYERS: Dict[str, Tuple[str, int]] = {
+# first part of the module name under the package -> (layer, rank); a
+# package divided into parts ("models" and "models.encoder", ...) places a
+# module by its part, and a module of it in no part is in no layer
+LAYERS: Dict[str, Tuple[str, float]] = {
     "about": ("base", 0),
     "errors": ("base", 0),
     "util": ("base", 0),
     "doc_helpers": ("doc_helpers", 1),
     "corpora": ("corpora", 2),
     "decoders": ("decoders", 2),
-    "models": ("models", 3),
+    "models": ("models", 3.0),  # spacy_memcoref/models/__init__.py
+    "models.averaged_params": ("models", 3.0),
+    "models.torch_weights": ("models", 3.0),
+    "models.encoder": ("models.encoder", 3.1),
+    "models.thinc_glue": ("models.glue", 3.2),
+    "models.s2e": ("models.s2e", 3.3),
+    "models.petra": ("models.petra", 3.3),
     "scoring": ("scoring", 4),
     "pipeline": ("pipeline", 5),
     "training_callbacks": ("pipeline", 5),
@@ -102,9 +120,28 @@ def _graph() -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]]]:
     return graph, external
 
 
-def _layer(module: str) -> Tuple[str, int]:
+def _layer_key(module: str) -> Optional[str]:
+    """The key of LAYERS that places a module: its first part under the
+    package, then, while that package is divided into parts, the part
+    (None: in no layer)."""
     rest = module[len(PACKAGE) + 1 :] if module != PACKAGE else ""
-    return LAYERS[rest.split(".")[0]]
+    parts = rest.split(".")
+    key = parts[0]
+    if key not in LAYERS:
+        return None
+    for part in parts[1:]:
+        if not any(other.startswith(key + ".") for other in LAYERS):
+            break  # an undivided package: all of it is in its layer
+        key = f"{key}.{part}"
+        if key not in LAYERS:
+            return None  # a module of a divided package in none of its parts
+    return key
+
+
+def _layer(module: str) -> Tuple[str, float]:
+    key = _layer_key(module)
+    assert key is not None, f"{module} is in no layer"
+    return LAYERS[key]
 
 
 def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -144,8 +181,21 @@ def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
 
 def test_every_module_has_a_layer():
     graph, _ = _graph()
-    unplaced = [m for m in graph if (m[len(PACKAGE) + 1 :] if m != PACKAGE else "").split(".")[0] not in LAYERS]
+    unplaced = [m for m in graph if _layer_key(m) is None]
     assert not unplaced, f"modules in no layer (add them to LAYERS): {unplaced}"
+
+
+def test_a_divided_package_places_each_module_by_its_part():
+    assert _layer(PACKAGE) == ("app", 7)
+    assert _layer(f"{PACKAGE}.pipeline.coref_component") == ("pipeline", 5)
+    assert _layer(f"{PACKAGE}.models") == ("models", 3.0)
+    assert _layer(f"{PACKAGE}.models.torch_weights") == ("models", 3.0)
+    assert _layer(f"{PACKAGE}.models.encoder.frozen_encoder") == ("models.encoder", 3.1)
+    assert _layer(f"{PACKAGE}.models.s2e.pytorch_s2e") == ("models.s2e", 3.3)
+    assert _layer(f"{PACKAGE}.models.petra") == ("models.petra", 3.3)
+    # a new module of models/ must be given a part
+    assert _layer_key(f"{PACKAGE}.models.new_module") is None
+    assert _layer_key(f"{PACKAGE}.nowhere") is None
 
 
 def test_no_import_cycles():

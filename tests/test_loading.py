@@ -218,7 +218,7 @@ def test_one_errors_module():
 def test_log_keys_have_one_home():
     from spacy_memcoref import doc_helpers
     from spacy_memcoref.doc_helpers import memory_log
-    from spacy_memcoref.models import pytorch_petra, pytorch_petra_head
+    from spacy_memcoref.models.petra import pytorch_petra, pytorch_petra_head
 
     assert doc_helpers.LOG_KEYS == ("entity", "overwrite", "coref", "usage")
     assert memory_log.LOG_KEYS is pytorch_petra.LOG_KEYS is pytorch_petra_head.LOG_KEYS is doc_helpers.LOG_KEYS

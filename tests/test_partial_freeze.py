@@ -8,8 +8,8 @@ import spacy
 import torch
 from thinc.api import Adam, fix_random_seed
 
-from spacy_memcoref.models.encoder import build_embedded_transformer
-from spacy_memcoref.models.frozen_encoder import find_transformer
+from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
+from spacy_memcoref.models.encoder.frozen_encoder import find_transformer
 
 from conftest import make_examples, s2e_config, sample_docs
 
@@ -94,7 +94,7 @@ def test_use_averages_reach_the_fine_tuned_layers():
     """`use_averages = true`: inside nlp.use_params(optimizer.averages) the
     fine-tuned top layer holds the optimizer's averages, the frozen layers are
     untouched, and the trained weights come back after."""
-    from spacy_memcoref.models.weights_only_hf_shim import WeightsOnlyHFShim
+    from spacy_memcoref.models.encoder.weights_only_hf_shim import WeightsOnlyHFShim
 
     nlp, examples = _top_layer_pipeline()
     model = nlp.get_pipe("memcoref").model

@@ -500,7 +500,7 @@ def test_entry_points_do_not_import_torch_modules():
         "spacy.registry.architectures.get('spacy_memcoref.PeTra.v1');"
         "spacy.registry.scorers.get('spacy_memcoref.gap_scorer.v1');"
         "import spacy_memcoref.pipeline.coref_component, spacy_memcoref.visualize;"
-        "bad = [m for m in ('transformers', 'matplotlib', 'spacy_memcoref.models.pytorch_petra',"
+        "bad = [m for m in ('transformers', 'matplotlib', 'spacy_memcoref.models.petra.pytorch_petra',"
         " 'spacy_memcoref.models.thinc_glue') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from spacy_memcoref.models.pytorch_petra import (
+from spacy_memcoref.models.petra.pytorch_petra import (
     LOG_KEYS,
     MemoryLog,
     PeTra,

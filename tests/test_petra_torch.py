@@ -1,11 +1,11 @@
-"""Tests of the pure-torch PeTra model (spacy_memcoref.models.pytorch_petra)."""
+"""Tests of the pure-torch PeTra model (spacy_memcoref.models.petra.pytorch_petra)."""
 import math
 
 import numpy
 import pytest
 import torch
 
-from spacy_memcoref.models.pytorch_petra import (
+from spacy_memcoref.models.petra.pytorch_petra import (
     PeTra,
     SparseGold,
     decode_clusters,
@@ -486,7 +486,7 @@ def test_bad_inputs():
 
 
 def test_scalar_mix_by_hand():
-    from spacy_memcoref.models.pytorch_petra_head import ScalarMix
+    from spacy_memcoref.models.petra.pytorch_petra_head import ScalarMix
 
     mix = ScalarMix(3)
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]])  # three layers of width 2

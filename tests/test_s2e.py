@@ -16,7 +16,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.decoders.s2e import clusters_from_links
-from spacy_memcoref.models.pytorch_s2e import S2EDocument, S2EHead
+from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
 from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
 
 from conftest import make_examples, s2e_config, s2e_head_args
@@ -263,7 +263,7 @@ def test_entry_points_import_neither_torch_modules_nor_transformers():
         "spacy.registry.architectures.get('spacy_memcoref.S2E.v1');"
         "spacy.registry.scorers.get('spacy_memcoref.coref_scorer.v1');"
         "import spacy_memcoref.pipeline.coref_component;"
-        "bad = [m for m in ('transformers', 'spacy_memcoref.models.pytorch_s2e', 'spacy_memcoref.models.thinc_glue') if m in sys.modules];"
+        "bad = [m for m in ('transformers', 'spacy_memcoref.models.s2e.pytorch_s2e', 'spacy_memcoref.models.thinc_glue') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -271,7 +271,7 @@ def test_entry_points_import_neither_torch_modules_nor_transformers():
 
 
 def test_default_factory_config_uses_embedded_encoder():
-    from spacy_memcoref.models.encoder import embedded_encoder_path
+    from spacy_memcoref.models.encoder.encoder import embedded_encoder_path
 
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("memcoref")
@@ -300,7 +300,7 @@ def test_distance_bias_by_bucket():
 
 
 def test_segment_bounds_cover_every_window_of_the_core():
-    from spacy_memcoref.models.encoder import segment_bounds
+    from spacy_memcoref.models.encoder.encoder import segment_bounds
 
     # window 128, stride 96: windows start at 0, 96, 192, ...; a core
     # [192, 384) is touched by the windows at 96..288, i.e. tokens 96..415
@@ -320,7 +320,7 @@ def test_segment_bounds_cover_every_window_of_the_core():
 def test_segmented_encoding_equals_one_pass():
     """The embedded MiniLM on a 700-token document: segments of 192 tokens
     give the vectors of one pass (the windows each token sees are the same)."""
-    from spacy_memcoref.models.encoder import SEGMENT_ATTR, build_embedded_transformer, encode_for_inference
+    from spacy_memcoref.models.encoder.encoder import SEGMENT_ATTR, build_embedded_transformer, encode_for_inference
 
     nlp = spacy.blank("en")
     words = [f"w{i % 37}" if i % 11 else "." for i in range(700)]
@@ -341,7 +341,7 @@ def test_segmented_encoding_equals_one_pass():
 
 
 def test_bad_segment_tokens():
-    from spacy_memcoref.models.encoder import build_embedded_transformer
+    from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
 
     with pytest.raises(ValueError, match="segment_tokens"):
         build_embedded_transformer(segment_tokens=-5)
@@ -404,8 +404,8 @@ def test_use_averages_reaches_the_torch_head():
 def test_segmented_last_layers_equal_one_pass():
     """PeTra's frozen encoder (last 4 layers concatenated) segments long
     documents the same way, with the same vectors as one pass."""
-    from spacy_memcoref.models.encoder import SEGMENT_ATTR, build_embedded_transformer
-    from spacy_memcoref.models.frozen_encoder import frozen_encoder
+    from spacy_memcoref.models.encoder.encoder import SEGMENT_ATTR, build_embedded_transformer
+    from spacy_memcoref.models.encoder.frozen_encoder import frozen_encoder
 
     nlp = spacy.blank("en")
     words = [f"v{i % 29}" if i % 13 else "." for i in range(500)]

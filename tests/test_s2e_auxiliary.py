@@ -17,9 +17,12 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.doc_helpers.gold import GUM_INFSTAT_KEY, GUM_MENTIONS_KEY, MentionGold, gold_with_gum_mentions
-from spacy_memcoref.models.pytorch_s2e import ENTITY_TYPES, INFSTATS, S2EDocument, S2EHead, gold_cluster_ids
+from spacy_memcoref.models.s2e.pytorch_s2e import ENTITY_TYPES, INFSTATS, S2EDocument, S2EHead, gold_cluster_ids
 
 from conftest import make_examples, s2e_config, s2e_head_args
+
+# tiny tensors: one thread is several times faster than two fighting over them
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # GUM-style mentions for conftest's TRAIN texts: (start, end, type, infstat);
 # "late" and "profits" are singletons (in no cluster)
@@ -59,9 +62,9 @@ def _tiny_gold():
     return doc, gold
 
 
-def _overfit(head: S2EHead, loss_fn, steps: int = 300) -> float:
+def _overfit(head: S2EHead, loss_fn, steps: int = 200) -> float:
     loss_fn()  # materialize the lazy layers before the optimizer sees them
-    optimizer = torch.optim.Adam(head.parameters(), lr=0.01)
+    optimizer = torch.optim.Adam(head.parameters(), lr=0.02)
     for _ in range(steps):
         optimizer.zero_grad()
         loss = loss_fn()
@@ -95,14 +98,14 @@ def test_singletons_count_as_mention_positives_and_the_loss_goes_to_zero():
     with_singletons([doc], None)
     with_singletons.load_state_dict(plain.state_dict())
     assert float(with_singletons.document_loss(doc, gold)) != pytest.approx(float(plain.document_loss(doc, gold.clusters)))
-    after = _overfit(with_singletons, lambda: with_singletons.document_loss(doc, gold), steps=400)
+    after = _overfit(with_singletons, lambda: with_singletons.document_loss(doc, gold), steps=300)
     assert after < 0.05
 
 
 def test_all_auxiliary_losses_together_go_to_zero():
     head = _head(singletons_as_mentions=True, entity_type_loss_weight=1.0, infstat_loss_weight=1.0)
     doc, gold = _tiny_gold()
-    assert _overfit(head, lambda: head.document_loss(doc, gold), steps=400) < 0.05
+    assert _overfit(head, lambda: head.document_loss(doc, gold), steps=300) < 0.05
 
 
 def test_the_head_refuses_clusters_alone_when_it_needs_gum_mentions():

@@ -5,7 +5,7 @@ import torch
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
-from spacy_memcoref.models.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
+from spacy_memcoref.models.s2e.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
 
 from conftest import make_examples, s2e_config, s2e_head_args
 

@@ -1,7 +1,7 @@
 """s2e's decoder: clusters from each candidate's best antecedent and the
 link threshold (torch-free).
 
-The head (models.pytorch_s2e.S2EHead) predicts, for a document, its kept
+The head (models.s2e.pytorch_s2e.S2EHead) predicts, for a document, its kept
 mention candidates in text order, each one's best preceding candidate and
 that pair's score (``prediction["links"]``, see `Links`); the decoder links
 a candidate to it when the score is above ``link_threshold`` (the null

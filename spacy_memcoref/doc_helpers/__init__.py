@@ -6,5 +6,5 @@ scoring, the pipeline or the corpora."""
 # The arrays of PeTra's memory log, in this order: entity [T], overwrite,
 # coref and usage [T, N]. Here, importing nothing, so that both the log's
 # Doc helpers (memory_log, spaCy) and the pure-torch model that writes the
-# log (models.pytorch_petra, no spaCy) read the one tuple.
+# log (models.petra.pytorch_petra, no spaCy) read the one tuple.
 LOG_KEYS = ("entity", "overwrite", "coref", "usage")

@@ -22,7 +22,7 @@ from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torc
 from thinc.types import Floats2d
 
 from .averaged_params import use_averaged_params
-from .encoder import encode_for_inference
+from .encoder.encoder import encode_for_inference
 
 CorefInput = Tuple[List[Doc], Optional[List[Any]]]
 CorefOutput = Tuple[float, List[Any]]

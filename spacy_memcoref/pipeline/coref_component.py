@@ -31,9 +31,9 @@ from ..decoders.petra import DEFAULT_GAP_THRESHOLD
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
-from ..models.encoder import build_embedded_transformer, encode_for_inference
-from ..models.petra_model import build_petra
-from ..models.s2e_model import build_s2e
+from ..models.encoder.encoder import build_embedded_transformer, encode_for_inference
+from ..models.petra.petra_model import build_petra
+from ..models.s2e.s2e_model import build_s2e
 
 # fewer updates than this and predict() warns that the clusters mean nothing
 # (the demo trains 8 and 20; the presets 600 to 3,000)

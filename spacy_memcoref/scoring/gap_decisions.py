@@ -92,7 +92,7 @@ def _log_probabilities(predicted: Doc, spans: Dict[str, Span]) -> Optional[Tuple
     cand_a, cand_b, pronoun = (align_span(predicted, spans[label]) for label in GAP_LABELS)
     if pronoun is None:
         return 0.0, 0.0
-    from ..models.pytorch_petra import span_link_probability
+    from ..models.petra.pytorch_petra import span_link_probability
 
     p_a = float(span_link_probability(log, cand_a, pronoun)) if cand_a is not None else 0.0
     p_b = float(span_link_probability(log, cand_b, pronoun)) if cand_b is not None else 0.0

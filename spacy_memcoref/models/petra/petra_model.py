@@ -30,10 +30,11 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..decoders.petra import PeTraDecoder
-from ..doc_helpers.gap_annotation import GAP_SPANS_KEY, gap_reference_spans
-from ..doc_helpers.petra_gold import petra_sparse_target
-from .frozen_encoder import frozen_encoder, frozen_options_error
+from ...decoders.petra import PeTraDecoder
+from ...doc_helpers.gap_annotation import GAP_SPANS_KEY, gap_reference_spans
+from ...doc_helpers.petra_gold import petra_sparse_target
+from ..encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB
+from ..encoder.frozen_encoder import frozen_encoder, frozen_options_error
 
 
 # the Thinc model's name: how a pipeline's PeTra component is recognized
@@ -78,7 +79,7 @@ def build_petra(
     encoder_layers: int = 4,
     skip_top_layers: int = 0,
     layer_mix: bool = False,
-    frozen_cache_mb: int = 2048,
+    frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     frozen_cache_dir: Optional[str] = None,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
@@ -154,7 +155,7 @@ def build_petra(
 
     from .pytorch_petra import SparseGold
     from .pytorch_petra_head import PeTraHead
-    from .thinc_glue import build_coref_model
+    from ..thinc_glue import build_coref_model
 
     head = PeTraHead(
         petra_kwargs=dict(

@@ -15,7 +15,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .encoder import encode_for_inference
-from .encoder_cache import DiskStore, EncoderCache, model_fingerprint, words_key
+from .encoder_cache import DiskStore, EncoderCache, check_frozen_cache_mb, model_fingerprint, words_key
 from .transformer_node import find_transformer
 
 
@@ -69,8 +69,7 @@ def frozen_encoder(
     """
     from thinc.api import reduce_mean
 
-    if isinstance(cache_mb, bool) or not isinstance(cache_mb, int) or cache_mb < 0:
-        raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {cache_mb!r}")
+    check_frozen_cache_mb(cache_mb)
     if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir):
         raise ValueError(f"frozen_cache_dir must be a folder name or null, got {cache_dir!r}")
     return Model(

@@ -112,7 +112,7 @@ class S2EHead(nn.Module):
         type / information status from its endpoint features (m^s, m^e); 0
         builds no such classifier. Training-only: prediction never runs them.
 
-    The arguments have no defaults: the builder (models.s2e_model.build_s2e)
+    The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
     """
 

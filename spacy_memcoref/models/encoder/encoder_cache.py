@@ -8,6 +8,22 @@ import hashlib
 from collections import OrderedDict
 from typing import Any, Hashable, Optional, Sequence
 
+# `frozen_cache_mb`, the option of the builders (S2E, PeTra,
+# EmbeddedTransformer) that bounds this cache: its one default
+DEFAULT_FROZEN_CACHE_MB = 2048
+
+
+def check_frozen_cache_mb(value: Any) -> int:
+    """`frozen_cache_mb` checked, for the frozen encoder and the partly
+    frozen transformer alike.
+
+    RETURNS (int): the value, megabytes (0: no cache).
+    RAISES ValueError: it is not an integer >= 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {value!r}")
+    return value
+
 
 def value_nbytes(value: Any) -> int:
     """RETURNS (int): the bytes an array (numpy, cupy or torch) holds."""

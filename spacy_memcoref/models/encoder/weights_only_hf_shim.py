@@ -12,9 +12,9 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.util import make_tempdir
 from thinc.api import Model, get_torch_default_device
 
-from .averaged_params import use_averaged_params
+from ..averaged_params import use_averaged_params
 from .int8 import quantize_module_like
-from .torch_weights import CHECKSUM_KEY, load_weights, with_checksum
+from ..torch_weights import CHECKSUM_KEY, load_weights, with_checksum
 
 
 class WeightsOnlyHFShim(HFShim):

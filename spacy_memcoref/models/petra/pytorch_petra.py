@@ -63,7 +63,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
-from ..doc_helpers import LOG_KEYS  # the package's constant: imports neither spaCy nor torch
+from ...doc_helpers import LOG_KEYS  # the package's constant: imports neither spaCy nor torch
 
 # Floor for probabilities inside a log.
 LOG_EPS = 1e-8
@@ -116,7 +116,7 @@ class PeTra(nn.Module):
     temperature (float): initial Gumbel-softmax temperature tau.
 
     The arguments but the temperature have no defaults: the builder
-    (models.petra_model.build_petra) is their home.
+    (models.petra.petra_model.build_petra) is their home.
     """
 
     def __init__(

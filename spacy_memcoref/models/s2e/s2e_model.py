@@ -10,9 +10,10 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..decoders.s2e import S2EDecoder
-from ..doc_helpers.gold import aligned_gold_clusters, gold_with_gum_mentions
-from .frozen_encoder import frozen_encoder, frozen_options_error
+from ...decoders.s2e import S2EDecoder
+from ...doc_helpers.gold import aligned_gold_clusters, gold_with_gum_mentions
+from ..encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB
+from ..encoder.frozen_encoder import frozen_encoder, frozen_options_error
 
 
 def _check(condition: bool, message: str) -> None:
@@ -38,7 +39,7 @@ def build_s2e(
     encoder_layers: int = 1,
     link_threshold: float = 0.0,
     learn_link_bias: bool = False,
-    frozen_cache_mb: int = 2048,
+    frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     frozen_cache_dir: Optional[str] = None,
     singletons_as_mentions: bool = False,
     entity_type_loss_weight: float = 0.0,
@@ -113,7 +114,7 @@ def build_s2e(
     _check(frozen_error is None, frozen_error or "")
 
     from .pytorch_s2e import S2EDocument, S2EHead
-    from .thinc_glue import build_coref_model, sentence_ids, speaker_ids
+    from ..thinc_glue import build_coref_model, sentence_ids, speaker_ids
 
     head = S2EHead(
         hidden_size=hidden_size,

@@ -20,7 +20,7 @@ import numpy
 import torch
 from torch import nn
 
-from ..doc_helpers import LOG_KEYS
+from ...doc_helpers import LOG_KEYS
 from .pytorch_petra import PeTra, decode_clusters, span_link_probability
 
 # tau never goes below this (halving forever would end in inf / NaN).
@@ -63,7 +63,7 @@ class PeTraHead(nn.Module):
     mix_layers (int): L > 1: each token's input is L layers concatenated,
         replaced by their learned scalar mix (ScalarMix); 0: used as it is.
 
-    The arguments have no defaults: the builder (models.petra_model.build_petra)
+    The arguments have no defaults: the builder (models.petra.petra_model.build_petra)
     is their home.
     """
 
