@@ -3,8 +3,8 @@ shipping a trained pipeline with `spacy package`.
 
 Cheap tests read project.yml as `spacy project` does and check that every
 command refers to files, CLI commands, options and config settings that
-exist, that each demo-X command is X on the demo data, and that the demo data
-converts. The slow test packages a tiny trained pipeline, installs the wheel
+exist, that the demo is `all` run on the demo's variables, and that the demo
+data converts. The slow test packages a tiny trained pipeline, installs the wheel
 into a fresh virtual environment and loads it there by name.
 """
 import copy
@@ -55,6 +55,22 @@ def load_project(overrides: Optional[Dict[str, object]] = None) -> dict:
 
 def commands(config: dict) -> Dict[str, dict]:
     return {cmd["name"]: cmd for cmd in config["commands"]}
+
+
+# what the demo passes on from its own variables to `all` (the variables the two share)
+DEMO_PASSES_ON = ("corpus", "gpu_id", "s2e_config", "petra_config", "package_version")
+DEMO_RUNS = ["python", "-m", "spacy", "project", "run", "all", "."]
+
+
+def demo_overrides(overrides: Optional[Dict[str, object]] = None) -> Dict[str, object]:
+    """The variables the demo command runs `all` with (`spacy project run
+    demo` with these overrides), parsed as `spacy project run` parses them."""
+    from weasel.util import parse_config_overrides
+
+    (line,) = commands(load_project(overrides))["demo"]["script"]
+    tokens = shlex.split(line)
+    assert tokens[: len(DEMO_RUNS)] == DEMO_RUNS, line
+    return parse_config_overrides(tokens[len(DEMO_RUNS) :])
 
 
 def _norm(path: str) -> str:
@@ -133,6 +149,10 @@ def check_script_line(line: str, where: str) -> None:
 
         group = _click_command(app)
         assert tokens[3] in group.commands, f"{where}: `spacy {tokens[3]}` is not a command"
+        if tokens[3] == "project":  # the demo: a workflow of this project, on other variables
+            assert tokens[4:7] == ["run", tokens[5], "."] and tokens[5] in raw_project()["workflows"], f"{where}: {line}"
+            assert all(t.startswith("--vars.") for t in tokens[7::2]), f"{where}: only --vars.* overrides: {line}"
+            return
         cmd = group.commands[tokens[3]]
         found = _check_click_args(cmd, tokens[4:], where, extra_dotted=tokens[3] == "train")
         if tokens[3] == "train":
@@ -163,18 +183,22 @@ def check_script_line(line: str, where: str) -> None:
 def test_project_loads_and_every_command_is_in_a_workflow():
     config = load_project()
     names = [cmd["name"] for cmd in config["commands"]]
-    assert set(config["workflows"]) == {"all", "demo", "pretrained"}
+    assert set(config["workflows"]) == {"all", "pretrained"}
     in_workflows = {step for steps in config["workflows"].values() for step in steps}
-    assert set(names) == in_workflows
-    assert config["workflows"]["demo"] == [f"demo-{step}" for step in config["workflows"]["all"]]
+    # the demo is one command, which runs the workflow `all` on other variables
+    assert set(names) == in_workflows | {"demo"} and "demo" not in in_workflows
     # the shipped models are rebuilt from the public data the default route converts
     assert config["workflows"]["pretrained"] == ["check-data", "convert-gap", "convert-corpus", "train-pretrained"]
 
 
-def test_interpolated_lists_keep_their_items():
-    # confection joins a list of nothing but "${vars...}" items into one string
+@pytest.mark.parametrize("demo", [False, True])
+def test_interpolated_lists_keep_their_items(demo):
+    # confection joins an item that is nothing but "${vars...}" with the next
+    # item when that one starts with "${": ["${vars.a}", "${vars.b}/x"] -> ["A, B/x"]
     raw = commands(raw_project())
-    loaded = commands(load_project())
+    loaded = commands(load_project(demo_overrides() if demo else None))
+    directories = load_project(demo_overrides() if demo else None)["directories"]
+    assert len(directories) == len(raw_project()["directories"]) and not any(", " in d for d in directories)
     for name, cmd in raw.items():
         for key in ("script", "deps", "outputs", "outputs_no_cache"):
             assert len(loaded[name].get(key, [])) == len(cmd.get(key, [])), f"{name}.{key}"
@@ -197,11 +221,12 @@ def _produced_by_earlier(path: str, outputs: Set[str]) -> bool:
 
 @pytest.mark.parametrize("workflow", ["all", "demo"])
 def test_deps_exist_or_come_from_earlier_steps_or_assets(workflow):
-    config = load_project()
+    # the demo: the steps of `all` on the demo's variables
+    config = load_project(demo_overrides() if workflow == "demo" else None)
     cmds = commands(config)
     assets = {_norm(asset["dest"]) for asset in config["assets"]}
     produced: Set[str] = set()
-    for step in config["workflows"][workflow]:
+    for step in config["workflows"]["all"]:
         cmd = cmds[step]
         joined = " ".join(cmd["script"])
         for dep in cmd.get("deps", []):
@@ -221,39 +246,67 @@ def test_deps_exist_or_come_from_earlier_steps_or_assets(workflow):
 
 
 def test_demo_outputs_never_touch_the_real_ones():
-    cmds = commands(load_project())
-    real = {o for name, c in cmds.items() if not name.startswith("demo-") for o in c.get("outputs", [])}
-    demo = {o for name, c in cmds.items() if name.startswith("demo-") for o in c.get("outputs", [])}
-    for out in demo:
-        assert out.split("/")[1] == "demo", out
-        assert not any(out.startswith(r + "/") or r.startswith(out + "/") for r in real), out
+    real = {o for c in load_project()["commands"] for o in c.get("outputs", [])}
+    demo = load_project(demo_overrides())
+    steps = commands(demo)
+    for step in demo["workflows"]["all"]:
+        for out in steps[step].get("outputs", []):
+            assert out.split("/")[1] == "demo", out
+            assert not any(out.startswith(r + "/") or r.startswith(out + "/") or r == out for r in real), out
+    # spacy package writes into packages/demo, which the run creates first (project.yml's directories)
+    assert demo["directories"][-5:] == [f"{root}/demo" for root in OUTPUT_ROOTS]
+    assert load_project()["directories"][-5:] == list(OUTPUT_ROOTS)
 
 
-def _demo_version(text: str, demo_vars: Set[str]) -> str:
-    text = re.sub(
-        r"\$\{vars\.(\w+)\}",
-        lambda m: f"${{vars.demo_{m.group(1)}}}" if f"demo_{m.group(1)}" in demo_vars else m.group(0),
-        text,
-    )
-    roots = "|".join(OUTPUT_ROOTS)
-    text = re.sub(rf"(?<![\w/.-])({roots})(?=/|\s|$)", r"\1/demo", text)
-    return text.replace("--workflow all", "--workflow demo")  # check-data checks its own workflow
-
-
-def test_each_demo_command_is_the_real_one_on_demo_data():
+@pytest.mark.parametrize("corpus", ["ontogum", "ontonotes"])
+def test_the_demo_runs_all_on_the_demo_variables(corpus):
+    """`spacy project run demo` is `spacy project run all` with other
+    variables: each one it sets exists and is used by a step of `all`, the
+    variables the demo shares with `all` are passed on, and every step reads
+    the demo's data (assets/demo/), never the real data, and writes under
+    */demo/."""
     raw = raw_project()
-    demo_vars = set(raw["vars"])
-    cmds = commands(raw)
-    for name, cmd in cmds.items():
-        if name.startswith("demo-"):
-            assert name[len("demo-") :] in cmds, f"{name} mirrors no command"
-            continue
-        if name in raw["workflows"]["pretrained"] and name not in raw["workflows"]["all"]:
-            continue  # rebuilds the package's own models: nothing to show on demo data
-        demo = cmds[f"demo-{name}"]
-        for key in ("script", "deps", "outputs"):
-            expected = [_demo_version(item, demo_vars) for item in cmd.get(key, [])]
-            assert demo.get(key, []) == expected, f"demo-{name}.{key} is not {name}.{key} on the demo data"
+    overrides = demo_overrides({"vars.corpus": corpus})
+    (line,) = commands(raw)["demo"]["script"]
+    names = [tok[len("--vars.") :] for tok in shlex.split(line)[len(DEMO_RUNS) :: 2]]
+    assert len(names) == len(set(names)) == len(overrides), "a variable set twice"
+    assert all(key.startswith("vars.") for key in overrides)
+    # each variable it sets exists, and a step of `all` uses it (or another variable it sets the default of)
+    steps = [c for c in raw["commands"] if c["name"] in raw["workflows"]["all"]]
+    used_text = json.dumps(steps) + json.dumps(raw["directories"])
+    for name in names:
+        assert name in raw["vars"], f"the demo sets --vars.{name}, which project.yml does not have"
+        users = [k for k, v in raw["vars"].items() if isinstance(v, str) and f"${{vars.{name}}}" in v]
+        assert f"${{vars.{name}}}" in used_text or any(f"${{vars.{u}}}" in used_text for u in users), (
+            f"the demo sets --vars.{name}, which no step of `all` uses"
+        )
+    # it passes on the variables the two share (so `spacy project run demo . --vars.corpus ontonotes` works)
+    for name in DEMO_PASSES_ON:
+        assert f"--vars.{name} ${{vars.{name}}} " in line, name
+    assert overrides["vars.corpus"] == corpus
+    # the demo's own values: the embedded MiniLM, few steps, its own package names
+    assert {k: overrides[f"vars.{k}"] for k in (
+        "encoder", "s2e_max_steps", "s2e_eval_frequency", "petra_max_steps", "petra_eval_frequency", "num_cells",
+        "visualize_limit", "s2e_package", "petra_package", "package_build", "output_suffix",
+    )} == {
+        "encoder": None, "s2e_max_steps": 8, "s2e_eval_frequency": 4, "petra_max_steps": 20, "petra_eval_frequency": 10,
+        "num_cells": 4, "visualize_limit": 2, "s2e_package": f"memcoref_s2e_{corpus}_demo", "petra_package": "memcoref_petra_demo",
+        "package_build": "sdist", "output_suffix": "/demo",
+    }
+    # every input is the demo's (offline: no asset to fetch) and no output is a real one
+    config = load_project(overrides)
+    cmds = commands(config)
+    for step in config["workflows"]["all"]:
+        cmd = cmds[step]
+        for token in shlex.split(" ".join(cmd["script"])) + cmd.get("deps", []):
+            if token.startswith("assets/"):
+                assert token.startswith("assets/demo/"), f"{step} reads {token}, not the demo's data"
+            if token.split("/")[0] in OUTPUT_ROOTS:
+                assert token.split("/")[1] == "demo", f"{step}: {token}"
+        for out in cmd.get("outputs", []):
+            assert out.split("/")[1] == "demo", out
+    assert f"--corpus {corpus} " in cmds["check-data"]["script"][0]
+    assert cmds["package-s2e"]["outputs"][-1] == f"packages/demo/en_memcoref_s2e_{corpus}_demo-0.1.0"
 
 
 def test_var_defaults_are_the_configs_own_values():
@@ -267,14 +320,14 @@ def test_var_defaults_are_the_configs_own_values():
         config = load_config(path, interpolate=False)
         # a max_steps override moves the end of the schedule too (the lines pass both)
         assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (config["training"]["max_steps"], "${training.max_steps}"), path
-    for step in ("train-s2e", "demo-train-s2e", "train-petra", "demo-train-petra"):
+    for step in ("train-s2e", "train-petra"):
         (command,) = [c for c in raw_project()["commands"] if c["name"] == step]
         assert command["script"][0].startswith("python scripts/train.py ")
         max_steps = command["script"][0].split("--training.max_steps ")[1].split()[0]
         assert f"--training.optimizer.learn_rate.total_steps {max_steps} " in command["script"][0]
     # the config's own encoder (the MiniLM presets: the embedded one; the base presets: all-mpnet-base-v2)
     assert variables["encoder"] == "config"
-    assert variables["demo_encoder"] is None  # the embedded MiniLM
+    assert demo_overrides()["vars.encoder"] is None  # the demo's: the embedded MiniLM
     assert variables["gpu_id"] == -1
 
 
@@ -679,14 +732,14 @@ def test_check_data_names_the_extra_each_workflow_step_needs(monkeypatch, capsys
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(importlib.metadata, "version", version)
-    for workflow, prefix in (("all", ""), ("demo", "demo-")):
-        assert check_data.main([*args, "--workflow", workflow]) == 1
-        err = capsys.readouterr().err
-        assert f"{prefix}visualize: `spacy_memcoref visualize` imports matplotlib, and matplotlib is not installed" in err
-        assert 'pip install "spacy-memcoref[viz]"' in err
-        assert f"steps {prefix}package-s2e, {prefix}package-petra: `spacy package --build wheel`" in err
-        assert 'pip install "spacy-memcoref[package]"' in err
-        assert 'All the extras at once: pip install "spacy-memcoref[viz,package]"' in err
+    # (the demo runs `all` too, and its check-data checks `all`)
+    assert check_data.main([*args, "--workflow", "all"]) == 1
+    err = capsys.readouterr().err
+    assert "visualize: `spacy_memcoref visualize` imports matplotlib, and matplotlib is not installed" in err
+    assert 'pip install "spacy-memcoref[viz]"' in err
+    assert "steps package-s2e, package-petra: `spacy package --build wheel`" in err
+    assert 'pip install "spacy-memcoref[package]"' in err
+    assert 'All the extras at once: pip install "spacy-memcoref[viz,package]"' in err
     # an sdist builds without `build` (the deprecated setup.py sdist): a note, not a failure
     missing.discard("matplotlib")
     assert check_data.main(["--project", str(PROJECT), "--package-build", "sdist", "--workflow", "all"]) == 0
@@ -754,7 +807,9 @@ def test_check_data_fails_at_once_for_a_missing_module_program_or_script(tmp_pat
 def test_check_data_steps_check_their_own_workflow():
     cmds = commands(load_project({"vars.package_build": "wheel"}))
     assert "--package-build wheel --workflow all " in cmds["check-data"]["script"][0]
-    assert "--workflow demo " in cmds["demo-check-data"]["script"][0]
+    # the demo runs `all`: its check-data checks the steps of `all`, with the demo's package_build
+    demo = commands(load_project(demo_overrides()))
+    assert "--package-build sdist --workflow all --manifest corpus/demo/ontogum/sources.json" in demo["check-data"]["script"][0]
     assert cmds["visualize"]["script"][0].startswith("python -m spacy_memcoref visualize ")
 
 
@@ -966,17 +1021,17 @@ def test_train_steps_keep_each_presets_own_settings(s2e_config, petra_config, s2
 
 
 def test_demo_train_steps_pass_their_few_steps():
-    cmds = commands(load_project())
-    variables = raw_project()["vars"]
-    for step, prefix in (("demo-train-s2e", "demo_s2e"), ("demo-train-petra", "demo_petra")):
+    variables = demo_overrides()
+    cmds = commands(load_project(variables))
+    for step, prefix in (("train-s2e", "vars.s2e"), ("train-petra", "vars.petra")):
         args = _train_argv(cmds[step]["script"][0])
         steps, every = variables[f"{prefix}_max_steps"], variables[f"{prefix}_eval_frequency"]
         assert isinstance(steps, int) and steps < 100
         for key, value in zip(STEP_KEYS, (steps, steps, every)):
             assert args[args.index(key) + 1] == str(value), (step, key)
         assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == ["null"]  # the embedded MiniLM
-    args = _train_argv(cmds["demo-train-petra"]["script"][0])
-    assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == str(variables["demo_num_cells"])
+    args = _train_argv(cmds["train-petra"]["script"][0])
+    assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == str(variables["vars.num_cells"])
 
 
 def test_train_wrapper_runs_spacy_train(tmp_path):
