@@ -1,0 +1,61 @@
+"""Pipelines saved by earlier versions (tests/data/saved_pipelines/) load
+and predict exactly what they predicted when they were saved."""
+import json
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+
+from spacy_memcoref.corpora.gap import read_gap
+
+from conftest import DATA, GAP_SAMPLE
+
+SAVED = DATA / "saved_pipelines"
+VERSIONS = sorted(p.name for p in SAVED.iterdir() if (p / "expected.json").exists())
+TEXTS = [
+    "Alice met Bob . She said he was late .",
+    "John saw Mary and waved to her . He smiled at her .",
+    "The company said its profits rose . It was happy .",
+]
+
+
+def _check(nlp, inputs, expected):
+    from spacy_memcoref import resolve
+
+    docs = list(nlp.pipe(inputs))
+    assert len(docs) == len(expected)
+    for doc, want in zip(docs, expected):
+        clusters = sorted(
+            sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters")
+        )
+        assert clusters == want["clusters"]
+        assert resolve(doc).text == want["resolved"]
+        if "memory_log" in want:
+            for key, values in want["memory_log"].items():
+                numpy.testing.assert_allclose(numpy.asarray(doc._.memory_log[key]), numpy.asarray(values), atol=1e-6)
+        if "gap_probs" in want:
+            got = doc.user_data["gap_probs"]
+            assert set(got) == set(want["gap_probs"])
+            for key, value in want["gap_probs"].items():
+                assert got[key] == pytest.approx(value, abs=1e-6), key
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_saved_s2e_pipeline_predicts_as_it_did(version):
+    expected = json.loads((SAVED / version / "expected.json").read_text(encoding="utf8"))
+    nlp = spacy.load(SAVED / version / "s2e")
+    _check(nlp, TEXTS, expected["s2e"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_saved_petra_pipeline_predicts_as_it_did(version):
+    expected = json.loads((SAVED / version / "expected.json").read_text(encoding="utf8"))
+    nlp = spacy.load(SAVED / version / "petra")
+    _check(nlp, TEXTS, expected["petra"])
+    _check(nlp, list(read_gap(GAP_SAMPLE, nlp))[:4], expected["petra_gap"])
+
+
+def test_there_is_a_saved_version():
+    assert "v0.1" in VERSIONS, f"no saved pipelines in {SAVED}"
+    assert Path(SAVED / "v0.1" / "s2e" / "config.cfg").exists()
