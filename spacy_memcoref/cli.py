@@ -405,8 +405,8 @@ def tune_link_threshold_cmd(
 ) -> None:
     """Choose s2e's link threshold on dev data: the one of -6.00, -5.75, ...,
     2.00 with the best CoNLL F1 (nearest 0 on a tie), printed with the table,
-    and stored as the component's model link_threshold (in config.cfg) so the
-    saved pipeline links with it. The pair scores are computed once."""
+    and stored as the component's link_threshold (its cfg and config.cfg) so
+    the saved pipeline links with it. The pair scores are computed once."""
     from spacy.training import Example
 
     from .corpora.docbin import read_docbin
@@ -440,7 +440,7 @@ def tune_link_threshold_cmd(
     except (OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {len(examples)} docs); "
-               f"stored as components.{name}.model.link_threshold in {out_path}")
+               f"stored as components.{name}.link_threshold in {out_path}")
     typer.echo(json.dumps({"threshold": best, **table[best]}, sort_keys=True))
 
 

@@ -217,13 +217,14 @@ def test_save_with_settings_stores_each_setting_where_the_pipeline_keeps_it(tmp_
     assert not (tmp_path / "refused").exists()
     assert save_with_settings(nlp, "memcoref", {"link_threshold": -1.5}, tmp_path / "s2e") == {"link_threshold": -1.5}
     assert nlp.get_pipe("memcoref").decoder.link_threshold == -1.5  # applied in memory too
-    assert "link_threshold" not in nlp.get_pipe("memcoref").cfg  # the model's setting, not the component's
+    assert nlp.get_pipe("memcoref").cfg["link_threshold"] == -1.5  # the component's setting
     updates = {"gap_threshold": 0.3, "gap_calibration": (0.5, 1), "people_alpha": 0.25}
     save_with_settings(nlp, "memcoref_petra", updates, tmp_path / "petra")
     config = Config().from_disk(tmp_path / "petra" / "config.cfg", interpolate=False)["components"]
-    assert config["memcoref"]["model"]["link_threshold"] == -1.5
+    # every setting chosen after training: in the component's block, none in the model's
+    assert config["memcoref"]["link_threshold"] == -1.5 and config["memcoref"]["model"]["link_threshold"] == 0.0
     assert config["memcoref_petra"]["gap_threshold"] == 0.3 and config["memcoref_petra"]["gap_calibration"] == [0.5, 1.0]
-    assert "people_alpha" not in config["memcoref_petra"]  # not a factory argument: the cfg keeps it
+    assert config["memcoref_petra"]["people_alpha"] == 0.25
     loaded = spacy.load(tmp_path / "petra")
     assert loaded.get_pipe("memcoref").decoder.link_threshold == -1.5
     petra = loaded.get_pipe("memcoref_petra")

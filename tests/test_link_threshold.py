@@ -49,7 +49,7 @@ def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["coref_conll_f"] > 0.9
     tuned = spacy.load(tmp_path / "tuned")
-    assert tuned.config["components"]["memcoref"]["model"]["link_threshold"] == summary["threshold"]
+    assert tuned.config["components"]["memcoref"]["link_threshold"] == summary["threshold"]
     assert tuned.get_pipe("memcoref").decoder.link_threshold == summary["threshold"]
 
 

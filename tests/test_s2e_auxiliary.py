@@ -230,5 +230,5 @@ def test_the_gold_on_the_shared_ontogum_train_files_carries_every_gum_mention(sh
         assert gold.mentions == [(m.start, m.end - 1) for m in gum_doc.mentions]
         assert gold.entity_types == [m.etype for m in gum_doc.mentions]
         assert gold.infstat == [m.infstat for m in gum_doc.mentions]
-        n_singletons = len(gum_doc.singletons)
+        n_singletons = len(gum_doc.singletons())
         assert 0 < n_singletons < len(gold.mentions)

@@ -59,3 +59,19 @@ def test_a_saved_petra_pipeline_predicts_as_it_did(version):
 def test_there_is_a_saved_version():
     assert "v0.1" in VERSIONS, f"no saved pipelines in {SAVED}"
     assert Path(SAVED / "v0.1" / "s2e" / "config.cfg").exists()
+
+
+def test_a_saved_s2e_pipeline_keeps_its_tuned_threshold_in_the_model_block_and_tuning_moves_it(tmp_path):
+    """v0.1 kept the tuned link threshold in the model block; today's
+    component reads it there while its own is null, and tuning again stores
+    the new one as the component's setting, which wins."""
+    from spacy_memcoref.tuning.save import save_with_settings
+
+    nlp = spacy.load(SAVED / "v0.1" / "s2e")
+    assert nlp.config["components"]["memcoref"]["model"]["link_threshold"] == -0.5
+    assert nlp.config["components"]["memcoref"]["link_threshold"] is None
+    assert nlp.get_pipe("memcoref").decoder.link_threshold == -0.5
+    save_with_settings(nlp, "memcoref", {"link_threshold": 1000.0}, tmp_path / "retuned")
+    again = spacy.load(tmp_path / "retuned")
+    assert again.get_pipe("memcoref").decoder.link_threshold == 1000.0
+    assert all(not key.startswith("coref_clusters") for doc in again.pipe(TEXTS) for key in doc.spans)

@@ -67,10 +67,9 @@ class PeTraDecoder:
     people_alpha (Optional[float]): people-count threshold (None: DEFAULT_ALPHA).
     """
 
-    # settings kept in the component's cfg
+    # the settings chosen after training, kept in the component's cfg and
+    # config block (the memcoref_petra factory's arguments)
     COMPONENT_SETTINGS: Tuple[str, ...] = ("gap_threshold", "gap_calibration", PEOPLE_ALPHA_KEY)
-    # settings kept in the component's model block of the config (none)
-    MODEL_SETTINGS: Tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -143,3 +142,49 @@ class PeTraDecoder:
             doc.user_data[GAP_PROBS_KEY] = self.gap_probabilities(prediction["gap"])
         else:
             doc.user_data.pop(GAP_PROBS_KEY, None)
+
+
+def decode_clusters(
+    log: Mapping[str, Any], *, threshold: float = 0.5, min_mentions: int = 2
+) -> List[List[Tuple[int, int]]]:
+    """Clusters from a memory log.
+
+    An entity is (cell, overwrite episode): a new episode of a cell begins
+    whenever a token's argmax action is OVERWRITE at that cell. A token with
+    e_t >= threshold joins the entity of its argmax action over
+    [o_t^1..o_t^N, c_t^1..c_t^N] (ties: overwrite before coref, lower cell
+    first); a COREF to a cell with no episode yet opens one. A mention is a
+    maximal run of consecutive such tokens with the same entity.
+
+    log (Mapping): memory log: "entity" [T], "overwrite" and "coref" [T, N],
+        numpy arrays (or anything numpy.asarray reads, a CPU tensor too).
+    threshold (float): entity probability a token needs to be in a mention.
+    min_mentions (int): entities with fewer mentions are dropped (2 keeps
+        singletons out, as spaCy coref clusters do).
+    RETURNS (List[List[Tuple[int, int]]]): clusters of inclusive token ranges,
+        mentions in text order, clusters by first mention.
+    """
+    entity, over, coref = (numpy.asarray(log[key], dtype=numpy.float64) for key in ("entity", "overwrite", "coref"))
+    n_cells = over.shape[1] if over.ndim == 2 else 0
+    episode = [-1] * n_cells
+    mentions: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
+    current: Optional[Tuple[int, int]] = None
+    start = 0
+    for t in range(entity.shape[0]):
+        ent_id: Optional[Tuple[int, int]] = None
+        if n_cells and entity[t] >= threshold:
+            action = int(numpy.argmax(numpy.concatenate([over[t], coref[t]])))
+            cell = action % n_cells
+            if action < n_cells or episode[cell] < 0:
+                episode[cell] += 1
+            ent_id = (cell, episode[cell])
+        new_run = ent_id != current
+        if current is not None and new_run:
+            mentions.setdefault(current, []).append((start, t - 1))
+        if ent_id is not None and new_run:
+            start = t
+        current = ent_id
+    if current is not None:
+        mentions.setdefault(current, []).append((start, entity.shape[0] - 1))
+    clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
+    return sorted(clusters)

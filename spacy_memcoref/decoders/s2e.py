@@ -75,13 +75,14 @@ class S2EDecoder:
     """s2e's decisions: the link threshold.
 
     link_threshold (float): link a mention to its best antecedent when the
-        pair scores above this (the builder's `link_threshold`).
+        pair scores above this: the builder's `link_threshold`, the value
+        until the component's own (its `link_threshold` setting, which
+        `tune-link-threshold` stores) is configured.
     """
 
-    # settings kept in the component's cfg (none: the threshold is the model's)
-    COMPONENT_SETTINGS: Tuple[str, ...] = ()
-    # settings kept in the component's model block of the config
-    MODEL_SETTINGS: Tuple[str, ...] = ("link_threshold",)
+    # the settings chosen after training, kept in the component's cfg and
+    # config block (the memcoref factory's arguments)
+    COMPONENT_SETTINGS: Tuple[str, ...] = ("link_threshold",)
 
     def __init__(self, link_threshold: float) -> None:
         self.link_threshold = check_link_threshold(link_threshold)

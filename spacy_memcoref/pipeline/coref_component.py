@@ -95,6 +95,7 @@ DEFAULT_SCORE_WEIGHTS = {
     default_config={
         "model": DEFAULT_S2E_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
+        "link_threshold": None,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -104,11 +105,22 @@ def make_memcoref(
     name: str,
     model: Model,
     span_cluster_prefix: str,
+    link_threshold: Optional[float],
     scorer: Optional[Callable],
 ) -> "CorefComponent":
-    """Coreference resolution with s2e (default) or PeTra, chosen by the model."""
+    """Coreference resolution with s2e (default) or PeTra, chosen by the model.
+    s2e links a mention to its best antecedent when that pair scores above
+    link_threshold (`tune-link-threshold` chooses and stores it; null: the
+    model block's link_threshold, where earlier versions kept it)."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
-    return CorefComponent(nlp.vocab, model, name, span_cluster_prefix=span_cluster_prefix, scorer=scorer)
+    return CorefComponent(
+        nlp.vocab,
+        model,
+        name,
+        span_cluster_prefix=span_cluster_prefix,
+        scorer=scorer,
+        settings={"link_threshold": link_threshold},
+    )
 
 
 # ----- PeTra ----------------------------------------------------------
@@ -132,6 +144,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
         "span_cluster_prefix": CLUSTER_PREFIX,
         "gap_threshold": DEFAULT_GAP_THRESHOLD,
         "gap_calibration": [1.0, CLASS_WEIGHT_SHIFT],
+        "people_alpha": None,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
     default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
@@ -143,6 +156,7 @@ def make_memcoref_petra(
     span_cluster_prefix: str,
     gap_threshold: float,
     gap_calibration: List[float],
+    people_alpha: Optional[float],
     scorer: Optional[Callable],
 ) -> "CorefComponent":
     """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
@@ -151,7 +165,9 @@ def make_memcoref_petra(
     sigmoid(scale * logit(p) + shift) with [scale, shift] = gap_calibration,
     is >= gap_threshold. The default calibration [1, ln 10] undoes the 5 : 50
     class weights of the loss; `tune-gap-threshold` fits both on validation
-    data. The model's decoder applies them (decoders.petra)."""
+    data. people_alpha: the overwrite probability that counts a new person
+    (`count-people --output` chooses and stores it; null: the default).
+    The model's decoder applies them (decoders.petra)."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -159,7 +175,7 @@ def make_memcoref_petra(
         name,
         span_cluster_prefix=span_cluster_prefix,
         scorer=scorer,
-        settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration},
+        settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, "people_alpha": people_alpha},
     )
 
 

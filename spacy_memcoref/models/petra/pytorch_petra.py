@@ -49,7 +49,7 @@ Decisions where the paper leaves room (each cited where it is made):
   batch's tokens outside labelled spans, times ``entity_loss_weight``. Tokens
   inside labelled spans get no extra entity term: the coref term already
   pushes their e_t up (P_CL(i, j) <= e_i · e_j).
-- Clusters (decode_clusters): an entity is (cell, overwrite episode); a token
+- Clusters (decoders.petra.decode_clusters, numpy only): an entity is (cell, overwrite episode); a token
   with e_t >= threshold joins the entity of its argmax action; a mention is a
   maximal run of such tokens with the same entity; entities with fewer than
   ``min_mentions`` (default 2) mentions are dropped, like spaCy's coref
@@ -613,60 +613,3 @@ def span_link_probability(log: LogLike, span_a: Tuple[int, int], span_b: Tuple[i
             raise ValueError(f"empty span in {span_a}, {span_b}")
         return over.new_ones(())
     return link_probabilities(log, torch.tensor(pairs, device=over.device)).max()
-
-
-def _numpy_log(log: LogLike) -> Dict[str, numpy.ndarray]:
-    out = {}
-    for key in ("entity", "overwrite", "coref"):
-        value = log[key]
-        if isinstance(value, Tensor):
-            value = value.detach().float().cpu().numpy()
-        out[key] = numpy.asarray(value, dtype=numpy.float64)
-    return out
-
-
-def decode_clusters(
-    log: LogLike, *, threshold: float = 0.5, min_mentions: int = 2
-) -> List[List[Tuple[int, int]]]:
-    """Clusters from a memory log.
-
-    An entity is (cell, overwrite episode): a new episode of a cell begins
-    whenever a token's argmax action is OVERWRITE at that cell. A token with
-    e_t >= threshold joins the entity of its argmax action over
-    [o_t^1..o_t^N, c_t^1..c_t^N] (ties: overwrite before coref, lower cell
-    first); a COREF to a cell with no episode yet opens one. A mention is a
-    maximal run of consecutive such tokens with the same entity.
-
-    log (Mapping): memory log (tensors or arrays).
-    threshold (float): entity probability a token needs to be in a mention.
-    min_mentions (int): entities with fewer mentions are dropped (2 keeps
-        singletons out, as spaCy coref clusters do).
-    RETURNS (List[List[Tuple[int, int]]]): clusters of inclusive token ranges,
-        mentions in text order, clusters by first mention.
-    """
-    arrays = _numpy_log(log)
-    entity, over, coref = arrays["entity"], arrays["overwrite"], arrays["coref"]
-    n_cells = over.shape[1] if over.ndim == 2 else 0
-    episode = [-1] * n_cells
-    mentions: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
-    current: Optional[Tuple[int, int]] = None
-    start = 0
-    for t in range(entity.shape[0]):
-        ent_id: Optional[Tuple[int, int]] = None
-        if n_cells and entity[t] >= threshold:
-            action = int(numpy.argmax(numpy.concatenate([over[t], coref[t]])))
-            cell = action % n_cells
-            if action < n_cells or episode[cell] < 0:
-                episode[cell] += 1
-            ent_id = (cell, episode[cell])
-        new_run = ent_id != current
-        if current is not None and new_run:
-            mentions.setdefault(current, []).append((start, t - 1))
-        if ent_id is not None and new_run:
-            start = t
-        current = ent_id
-    if current is not None:
-        mentions.setdefault(current, []).append((start, entity.shape[0] - 1))
-    clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
-    return sorted(clusters)
-

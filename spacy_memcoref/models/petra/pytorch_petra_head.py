@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from ...doc_helpers import LOG_KEYS
-from .pytorch_petra import PeTra, decode_clusters, span_link_probability
+from ...decoders.petra import decode_clusters
+from .pytorch_petra import PeTra, span_link_probability
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01

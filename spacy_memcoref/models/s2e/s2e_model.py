@@ -69,9 +69,10 @@ def build_s2e(
     encoder_layers (int): with freeze_encoder, concatenate the transformer's
         last k hidden layers as token features (1: the last layer).
     link_threshold (float): link a mention to its best antecedent when the
-        pair scores above this (null scores 0; lower links more): the
-        decoder's setting (decoders.s2e.S2EDecoder), `tune-link-threshold`
-        chooses it on dev data.
+        pair scores above this (null scores 0; lower links more), until the
+        component's own link_threshold (the memcoref factory's setting,
+        which `tune-link-threshold` stores) says otherwise: where pipelines
+        saved by earlier versions keep their tuned threshold.
     learn_link_bias (bool): a learned scalar added to every pair score, so
         training moves the link decision as a whole (not in the paper).
     frozen_cache_mb (int), frozen_cache_dir (Optional[str]): with
