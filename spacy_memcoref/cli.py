@@ -93,6 +93,12 @@ _GUM_ENTITIES_HELP = (
 )
 
 
+def _check_gum_entities(gum_entities: Optional[Path]) -> None:
+    """Refuse a --gum-entities that is no folder before converting anything."""
+    if gum_entities is not None and not gum_entities.is_dir():
+        raise DataFormatError(gum_entities, None, "--gum-entities: not a folder of GUM's dep/*.conllu files")
+
+
 def _attach_gum_entities(docbin: Path, gum_entities: Optional[Path]) -> None:
     """Add GUM's entity layer to a DocBin just written (in place: it is this
     command's own output, never its input)."""
@@ -100,8 +106,6 @@ def _attach_gum_entities(docbin: Path, gum_entities: Optional[Path]) -> None:
         return
     from .corpora.gum_entities import attach_gum_entities_docbin
 
-    if not gum_entities.is_dir():
-        raise DataFormatError(gum_entities, None, "--gum-entities: not a folder of GUM's dep/*.conllu files")
     tmp = docbin.with_name(docbin.name + ".gum.tmp")
     try:
         attach_gum_entities_docbin(docbin, tmp, gum_entities)
@@ -125,6 +129,7 @@ def convert_conll(
     from .corpora.conll import conll_to_docbin
 
     try:
+        _check_gum_entities(gum_entities)
         stats = conll_to_docbin(input_path, output_path, lang=lang)
         _attach_gum_entities(output_path, gum_entities)
     except (DataFormatError, OSError) as err:
@@ -148,6 +153,7 @@ def convert_ontogum(
     from .corpora.ontogum import ontogum_to_docbin
 
     try:
+        _check_gum_entities(gum_entities)
         stats = ontogum_to_docbin(input_path, output_path, split=split, splits_path=splits, lang=lang)
         _attach_gum_entities(output_path, gum_entities)
     except (DataFormatError, OSError, ValueError) as err:
