@@ -37,6 +37,9 @@ ENTITY_TYPES = (
     "abstract", "animal", "event", "object", "organization", "person", "place", "plant", "substance", "time",
 )
 INFSTATS = ("new", "giv:act", "giv:inact", "acc:inf", "acc:aggr", "acc:com")
+_ENTITY_TYPE_IDS = {label: i for i, label in enumerate(ENTITY_TYPES)}
+_INFSTAT_IDS = {label: i for i, label in enumerate(INFSTATS)}
+IGNORED_LABEL = -100  # cross_entropy's ignore_index: a label outside the classes
 
 
 @dataclass
@@ -355,24 +358,21 @@ class S2EHead(nn.Module):
         over GUM's mentions up to max_width tokens (summed, like the
         antecedent loss)."""
         loss = m_start.new_zeros(())
-        spans = [(i, s, e) for i, (s, e) in enumerate(gold.mentions) if e - s < self.max_width]
-        if not spans:
+        kept = [i for i, (s, e) in enumerate(gold.mentions) if e - s < self.max_width]
+        if not kept:
             return loss
-        index = torch.tensor([i for i, _, _ in spans], device=m_start.device)
-        starts = torch.tensor([s for _, s, _ in spans], device=m_start.device)
-        ends = torch.tensor([e for _, _, e in spans], device=m_start.device)
-        features = torch.cat([m_start[starts], m_end[ends]], dim=-1)
-        for scorer, weight, labels, classes in (
-            (self.entity_type_scorer, self.entity_type_loss_weight, gold.entity_types, ENTITY_TYPES),
-            (self.infstat_scorer, self.infstat_loss_weight, gold.infstat, INFSTATS),
+        spans = torch.tensor([gold.mentions[i] for i in kept], device=m_start.device)
+        features = torch.cat([m_start[spans[:, 0]], m_end[spans[:, 1]]], dim=-1)
+        for scorer, weight, labels, class_ids in (
+            (self.entity_type_scorer, self.entity_type_loss_weight, gold.entity_types, _ENTITY_TYPE_IDS),
+            (self.infstat_scorer, self.infstat_loss_weight, gold.infstat, _INFSTAT_IDS),
         ):
             if scorer is None:
                 continue
-            ids = [classes.index(labels[i]) if labels[i] in classes else -100 for i in index.tolist()]
-            target = torch.tensor(ids, device=m_start.device)
-            if bool((target >= 0).any()):
+            target = torch.tensor([class_ids.get(labels[i], IGNORED_LABEL) for i in kept], device=m_start.device)
+            if bool((target != IGNORED_LABEL).any()):
                 logits = scorer(features).float()
-                loss = loss + weight * nn.functional.cross_entropy(logits, target, ignore_index=-100, reduction="sum")
+                loss = loss + weight * nn.functional.cross_entropy(logits, target, ignore_index=IGNORED_LABEL, reduction="sum")
         return loss
 
     @torch.no_grad()
