@@ -102,8 +102,44 @@ def test_singletons_count_as_mention_positives_and_the_loss_goes_to_zero():
     assert after < 0.05
 
 
+def test_the_all_mentions_scorer_learns_every_gum_mention_apart_from_the_mention_score():
+    doc, gold = _tiny_gold()
+    plain = _head(mention_loss_weight=1.0)
+    with_scorer = _head(mention_loss_weight=1.0, all_mentions_loss_weight=1.0)
+    plain([doc], None)
+    with_scorer([doc], None)
+    shared = {k: v for k, v in plain.state_dict().items()}
+    with_scorer.load_state_dict(shared, strict=False)
+    # the mention score, the candidates and the pair scores are the plain head's
+    for a, b in zip(plain.score_mentions(doc.tokens, None), with_scorer.score_mentions(doc.tokens, None)):
+        assert torch.equal(a, b)
+    # the loss adds exactly the separate scorer's cross-entropy against every GUM mention
+    extra = float(with_scorer.document_loss(doc, gold)) - float(plain.document_loss(doc, gold.clusters))
+    assert extra == pytest.approx(float(_all_mentions_bce(with_scorer, doc, gold)), rel=1e-4)
+    # and that cross-entropy goes to ~0 on the tiny batch
+    _overfit(with_scorer, lambda: with_scorer.document_loss(doc, gold), steps=300)
+    assert float(_all_mentions_bce(with_scorer, doc, gold)) < 0.05
+
+
+def _all_mentions_bce(head: S2EHead, doc: S2EDocument, gold: MentionGold) -> torch.Tensor:
+    """The separate scorer's loss, span by span: v_s.m^s + v_e.m^e + (B m^s).m^e
+    against "is a GUM mention", over spans of width <= max_width (4), / max_width."""
+    scorer = head.all_mentions_scorer
+    m_start, m_end = head._score_mentions(doc.tokens, None)[1]
+    n = doc.tokens.shape[0]
+    scores, targets = [], []
+    for s in range(n):
+        for e in range(s, min(n, s + 4)):
+            scores.append(scorer["start"](m_start[s])[0] + scorer["end"](m_end[e])[0] + (scorer["bilinear"](m_start[s]) * m_end[e]).sum())
+            targets.append(float((s, e) in gold.mentions))
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(torch.stack(scores), torch.tensor(targets), reduction="sum")
+    return bce.detach() / 4
+
+
 def test_all_auxiliary_losses_together_go_to_zero():
-    head = _head(singletons_as_mentions=True, entity_type_loss_weight=1.0, infstat_loss_weight=1.0)
+    head = _head(
+        singletons_as_mentions=True, entity_type_loss_weight=1.0, infstat_loss_weight=1.0, all_mentions_loss_weight=1.0
+    )
     doc, gold = _tiny_gold()
     assert _overfit(head, lambda: head.document_loss(doc, gold), steps=300) < 0.05
 
@@ -127,7 +163,12 @@ def test_unknown_labels_are_left_out_of_the_loss():
 
 # ----- the pipeline -------------------------------------------------------------------
 
-AUX = {"singletons_as_mentions": True, "entity_type_loss_weight": 1.0, "infstat_loss_weight": 1.0}
+AUX = {
+    "singletons_as_mentions": True,
+    "entity_type_loss_weight": 1.0,
+    "infstat_loss_weight": 1.0,
+    "all_mentions_loss_weight": 1.0,
+}
 
 
 def _trained(options, steps=12):
@@ -145,7 +186,7 @@ def _trained(options, steps=12):
 def test_a_pipeline_trained_with_the_heads_predicts_as_one_without_them(tmp_path):
     nlp, examples = _trained(AUX)
     head = _head_module(nlp)
-    assert head.entity_type_scorer is not None and head.infstat_scorer is not None
+    assert head.entity_type_scorer is not None and head.infstat_scorer is not None and head.all_mentions_scorer is not None
     texts = [eg.reference.text for eg in examples] + ["Mary saw her brother . He waved at her ."]
     predicted = [_clusters(doc) for doc in nlp.pipe(texts)]
     assert any(predicted), "the tiny pipeline should predict some clusters"
@@ -155,6 +196,7 @@ def test_a_pipeline_trained_with_the_heads_predicts_as_one_without_them(tmp_path
     # the same weights without the auxiliary heads predict the same clusters
     head.entity_type_scorer = None
     head.infstat_scorer = None
+    head.all_mentions_scorer = None
     head.singletons_as_mentions = False
     assert not head.needs_mention_gold
     assert [_clusters(doc) for doc in nlp.pipe(texts)] == predicted
@@ -189,6 +231,7 @@ def test_training_docs_without_the_gum_layer_get_a_clear_error():
     [
         ({"singletons_as_mentions": True, "mention_loss_weight": 0.0}, "needs mention_loss_weight > 0"),
         ({"entity_type_loss_weight": -1.0}, "entity_type_loss_weight must be >= 0"),
+        ({"all_mentions_loss_weight": -0.5}, "all_mentions_loss_weight must be >= 0"),
         ({"singletons_as_mentions": "maybe"}, "singletons_as_mentions"),
     ],
 )

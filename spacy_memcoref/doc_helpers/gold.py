@@ -120,7 +120,7 @@ def gold_with_gum_mentions(example: Example, prefix: str) -> Tuple[MentionGold, 
         name = f"document {doc_id!r}" if doc_id else "a training document"
         raise ValueError(
             f"{name} has no doc.spans[{GUM_MENTIONS_KEY!r}]: the s2e auxiliary losses (singletons_as_mentions, "
-            "entity_type_loss_weight, infstat_loss_weight) need training Docs with GUM's entity layer "
+            "entity_type_loss_weight, infstat_loss_weight, all_mentions_loss_weight) need training Docs with GUM's entity layer "
             "(convert with --gum-entities), or set them to false / 0"
         )
     spans = list(reference.spans[GUM_MENTIONS_KEY])

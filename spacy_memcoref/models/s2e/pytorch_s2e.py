@@ -77,6 +77,39 @@ class _LazyLinear(nn.LazyLinear):
             _init_linear(self)
 
 
+def _span_scores(
+    start_scores: Tensor,
+    end_scores: Tensor,
+    start_bilinear: Tensor,
+    m_end: Tensor,
+    sent_ids: Optional[Tensor],
+    max_width: int,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """Every span of width <= max_width (within one sentence when sentences
+    are known), one width at a time, scored start + end + bilinear: the
+    paper's mention score, given its three terms a token.
+
+    RETURNS (Tuple[Tensor, Tensor, Tensor]): starts, ends (inclusive), scores.
+    """
+    n_tokens = start_scores.shape[0]
+    positions = torch.arange(n_tokens, device=start_scores.device)
+    starts, ends, scores, same_sentence = [], [], [], []
+    for width in range(min(max_width, n_tokens)):
+        n = n_tokens - width
+        joint = (start_bilinear[:n] * m_end[width:]).sum(-1)
+        scores.append(start_scores[:n] + end_scores[width:] + joint)
+        starts.append(positions[:n])
+        ends.append(positions[width:])
+        if sent_ids is not None:
+            same_sentence.append(sent_ids[:n] == sent_ids[width:])
+    starts, ends, scores = torch.cat(starts), torch.cat(ends), torch.cat(scores)
+    if sent_ids is not None:
+        # one mask for all widths: far cheaper than indexing each width
+        keep = torch.cat(same_sentence)
+        starts, ends, scores = starts[keep], ends[keep], scores[keep]
+    return starts, ends, scores
+
+
 def _mlp(hidden_size: int, dropout: float) -> nn.Module:
     return nn.Sequential(_LazyLinear(hidden_size), nn.GELU(), nn.Dropout(dropout))
 
@@ -114,6 +147,12 @@ class S2EHead(nn.Module):
         auxiliary cross-entropies that classify each GUM mention's entity
         type / information status from its endpoint features (m^s, m^e); 0
         builds no such classifier. Training-only: prediction never runs them.
+    all_mentions_loss_weight (float): weight of a binary cross-entropy of a
+        separate span scorer (its own v_s, v_e and B over m^s, m^e) that
+        tells every GUM mention, singletons included, from other spans.
+        Unlike singletons_as_mentions, its score never enters pair scores:
+        the endpoint features learn what a mention is while the mention
+        score keeps meaning "a mention that corefers". 0 builds no scorer.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -135,6 +174,7 @@ class S2EHead(nn.Module):
         singletons_as_mentions: bool,
         entity_type_loss_weight: float,
         infstat_loss_weight: float,
+        all_mentions_loss_weight: float,
     ) -> None:
         super().__init__()
         self.use_distance = use_distance
@@ -170,6 +210,18 @@ class S2EHead(nn.Module):
         # pipelines saved without them still load)
         self.entity_type_scorer = nn.Linear(2 * hidden_size, len(ENTITY_TYPES)) if entity_type_loss_weight > 0 else None
         self.infstat_scorer = nn.Linear(2 * hidden_size, len(INFSTATS)) if infstat_loss_weight > 0 else None
+        self.all_mentions_loss_weight = all_mentions_loss_weight
+        self.all_mentions_scorer = (
+            nn.ModuleDict(
+                {
+                    "start": nn.Linear(hidden_size, 1),
+                    "end": nn.Linear(hidden_size, 1),
+                    "bilinear": nn.Linear(hidden_size, hidden_size),
+                }
+            )
+            if all_mentions_loss_weight > 0
+            else None
+        )
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -188,28 +240,17 @@ class S2EHead(nn.Module):
 
     def _score_mentions(self, tokens: Tensor, sent_ids: Optional[Tensor]):
         """score_mentions, and the endpoint features (m^s, m^e) it used."""
-        n_tokens = tokens.shape[0]
         m_start = self.mention_start(tokens)
         m_end = self.mention_end(tokens)
-        start_scores = self.mention_start_score(m_start).squeeze(-1)
-        end_scores = self.mention_end_score(m_end).squeeze(-1)
-        start_bilinear = self.mention_bilinear(m_start)
-        positions = torch.arange(n_tokens, device=tokens.device)
-        starts, ends, scores, same_sentence = [], [], [], []
-        for width in range(min(self.max_width, n_tokens)):
-            n = n_tokens - width
-            joint = (start_bilinear[:n] * m_end[width:]).sum(-1)
-            scores.append(start_scores[:n] + end_scores[width:] + joint)
-            starts.append(positions[:n])
-            ends.append(positions[width:])
-            if sent_ids is not None:
-                same_sentence.append(sent_ids[:n] == sent_ids[width:])
-        starts, ends, scores = torch.cat(starts), torch.cat(ends), torch.cat(scores)
-        if sent_ids is not None:
-            # one mask for all widths: far cheaper than indexing each width
-            keep = torch.cat(same_sentence)
-            starts, ends, scores = starts[keep], ends[keep], scores[keep]
-        return (starts, ends, scores), (m_start, m_end)
+        spans = _span_scores(
+            self.mention_start_score(m_start).squeeze(-1),
+            self.mention_end_score(m_end).squeeze(-1),
+            self.mention_bilinear(m_start),
+            m_end,
+            sent_ids,
+            self.max_width,
+        )
+        return spans, (m_start, m_end)
 
     def top_candidates(
         self, starts: Tensor, ends: Tensor, scores: Tensor, n_tokens: int
@@ -315,7 +356,7 @@ class S2EHead(nn.Module):
         clusters: Clusters = gold if aux is None else aux.clusters
         if aux is None and self.needs_mention_gold:
             raise ValueError(
-                "singletons_as_mentions, entity_type_loss_weight and infstat_loss_weight need GUM's "
+                "singletons_as_mentions, entity_type_loss_weight, infstat_loss_weight and all_mentions_loss_weight need GUM's "
                 "mentions (a MentionGold), not clusters alone"
             )
         n_tokens = doc.tokens.shape[0]
@@ -326,15 +367,23 @@ class S2EHead(nn.Module):
         loss = doc.tokens.new_zeros(())
         if aux is not None:
             loss = loss + self._auxiliary_loss(aux, m_start, m_end)
+        if self.all_mentions_scorer is not None:
+            scorer = self.all_mentions_scorer
+            any_starts, any_ends, any_scores = _span_scores(
+                scorer["start"](m_start).squeeze(-1),
+                scorer["end"](m_end).squeeze(-1),
+                scorer["bilinear"](m_start),
+                m_end,
+                doc.sent_ids,
+                self.max_width,
+            )
+            every_mention = clusters + [[span] for span in aux.mentions]
+            loss = loss + self.all_mentions_loss_weight * self._span_bce(any_starts, any_ends, any_scores, every_mention, n_tokens)
         if self.mention_loss_weight > 0:
             positives = clusters
             if self.singletons_as_mentions:
                 positives = clusters + [[span] for span in aux.mentions]
-            is_mention = (gold_cluster_ids(all_starts, all_ends, positives, n_tokens) > 0).to(all_scores.dtype)
-            bce = nn.functional.binary_cross_entropy_with_logits(all_scores, is_mention, reduction="sum")
-            # about max_width candidates a token: scale to a per-token sum,
-            # like the antecedent loss (a sum over ~lambda * T candidates)
-            loss = loss + self.mention_loss_weight * bce / self.max_width
+            loss = loss + self.mention_loss_weight * self._span_bce(all_starts, all_ends, all_scores, positives, n_tokens)
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
@@ -348,10 +397,24 @@ class S2EHead(nn.Module):
             loss = loss + (torch.logsumexp(all_scores, 1) - torch.logsumexp(gold_scores, 1)).sum()
         return loss
 
+    def _span_bce(self, starts: Tensor, ends: Tensor, scores: Tensor, positives: Clusters, n_tokens: int) -> Tensor:
+        """Binary cross-entropy of span scores against "is one of positives'
+        spans", summed and divided by max_width: about max_width spans a
+        token, so it is a per-token sum like the antecedent loss (a sum over
+        ~lambda * T candidates)."""
+        is_mention = (gold_cluster_ids(starts, ends, positives, n_tokens) > 0).to(scores.dtype)
+        bce = nn.functional.binary_cross_entropy_with_logits(scores, is_mention, reduction="sum")
+        return bce / self.max_width
+
     @property
     def needs_mention_gold(self) -> bool:
         """Whether training needs GUM's mentions (a MentionGold a document)."""
-        return self.singletons_as_mentions or self.entity_type_scorer is not None or self.infstat_scorer is not None
+        return (
+            self.singletons_as_mentions
+            or self.entity_type_scorer is not None
+            or self.infstat_scorer is not None
+            or self.all_mentions_scorer is not None
+        )
 
     def _auxiliary_loss(self, gold: Any, m_start: Tensor, m_end: Tensor) -> Tensor:
         """Cross-entropies of the entity-type and information-status heads

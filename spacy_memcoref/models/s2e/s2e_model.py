@@ -44,6 +44,7 @@ def build_s2e(
     singletons_as_mentions: bool = False,
     entity_type_loss_weight: float = 0.0,
     infstat_loss_weight: float = 0.0,
+    all_mentions_loss_weight: float = 0.0,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -86,6 +87,10 @@ def build_s2e(
         auxiliary heads that classify each GUM mention's entity type /
         information status from its endpoint features (0: none). Training
         only: a trained pipeline predicts without them, at the same speed.
+    all_mentions_loss_weight (float): weight of a separate, training-only
+        span scorer over the same endpoint features that learns to tell
+        every GUM mention (singletons included) from other spans; its score
+        never enters pair scores (0: none).
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -111,6 +116,7 @@ def build_s2e(
     )
     _check(entity_type_loss_weight >= 0, f"entity_type_loss_weight must be >= 0, got {entity_type_loss_weight!r}")
     _check(infstat_loss_weight >= 0, f"infstat_loss_weight must be >= 0, got {infstat_loss_weight!r}")
+    _check(all_mentions_loss_weight >= 0, f"all_mentions_loss_weight must be >= 0, got {all_mentions_loss_weight!r}")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -131,6 +137,7 @@ def build_s2e(
         singletons_as_mentions=singletons_as_mentions,
         entity_type_loss_weight=entity_type_loss_weight,
         infstat_loss_weight=infstat_loss_weight,
+        all_mentions_loss_weight=all_mentions_loss_weight,
     )
 
     def make_head_input(doc: Doc, tokens) -> S2EDocument:
