@@ -347,6 +347,22 @@ def test_bad_line_stops_with_file_line_reason(model_dir, tmp_path):
     assert f"{corpus}:3: malformed JSON" in result.output and "--skip-errors" in result.output
 
 
+def test_a_parallel_engine_names_the_first_bad_line_whatever_order_its_shards_finish_in(model_dir, tmp_path, monkeypatch):
+    # shards of 3 lines: 0 holds line 3 (malformed JSON), 1 lines 4-5, 2 line 7;
+    # a process pool that hands them back last first, as a busy machine may
+    from spacy_memcoref.annotate import local
+
+    run_inline = local.run_inline
+
+    def last_first_pool(plans, model, options, *, n_process, gpu_id=-1, threads=None):
+        yield from reversed(list(run_inline(list(plans), model, options, gpu_id=gpu_id, threads=threads)))
+
+    monkeypatch.setattr(local, "run_pool", last_first_pool)
+    corpus = bad_corpus(tmp_path / "bad.jsonl")
+    with pytest.raises(BadInput, match=rf"{corpus}:3: malformed JSON"):
+        annotate_corpus(model_dir, corpus, tmp_path / "out", shard_size=3, n_process=2, progress=False)
+
+
 def test_skip_errors_records_bad_lines_and_counts_add_up(model_dir, tmp_path):
     corpus = bad_corpus(tmp_path / "bad.jsonl")
     out = tmp_path / "out"

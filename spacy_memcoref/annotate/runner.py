@@ -11,7 +11,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
 from ..errors import DataFormatError, Terminated
@@ -282,7 +282,7 @@ def annotate_corpus(
         try:
             with _stop_on_sigterm():
                 results = _start_engine(engine_opts, pending, job.model, job.options, summary=summary, bar=bar, say=say)
-                windows = _write_results(results, out, summary, duplicates, bar, fail_after_shards=faults.fail_after_shards)
+                windows = _write_results(results, out, summary, duplicates, bar, pending, fail_after_shards=faults.fail_after_shards)
                 out.finish(pending.planned)
         except _SigTerm:
             n_kept = len(out.manifest["shards"])
@@ -484,7 +484,9 @@ class _PendingShards:
     """The shards this run annotates, planned as the engine asks for them
     (Ray: all up front): a shard that OUTPUT_DIR's manifest lists as done is
     checked unchanged, its ids go to the duplicate count, and it is skipped.
-    planned: the shards of the input so far, done or not; skipped: the done ones."""
+    planned: the shards of the input so far, done or not; skipped: the done ones;
+    handed_out: the numbers of the shards given to the engine so far (in
+    increasing order, so a shard not yet handed out comes after all of them)."""
 
     def __init__(
         self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, *, text_field: str, id_field: str, encoding: str
@@ -495,6 +497,7 @@ class _PendingShards:
         self.read_options = {"text_field": text_field, "id_field": id_field, "encoding": encoding}
         self.planned = 0
         self.skipped = 0
+        self.handed_out: Set[int] = set()
 
     def __iter__(self) -> Iterator[ShardPlan]:
         for plan in self.plans:
@@ -504,6 +507,7 @@ class _PendingShards:
                 self.duplicates.add(shard_ids(plan, **self.read_options))
                 self.skipped += 1
                 continue
+            self.handed_out.add(plan.index)
             yield plan
 
 
@@ -555,39 +559,65 @@ def _write_results(
     summary: AnnotateSummary,
     duplicates: DuplicateIds,
     bar: "_Progress",
+    pending: _PendingShards,
     *,
     fail_after_shards: Optional[int] = None,
 ) -> List[Tuple[float, float]]:
     """Write each shard's files and manifest entry as it arrives and count it
-    in the summary; stop at the first fatal result (BadInput).
+    in the summary; stop at the first bad item in input order (BadInput).
+    Parallel engines finish shards out of order, so a fatal result is held
+    until every shard before it has come in (a fatal one of those wins):
+    the error names the same line whatever the engine and the timing.
     RETURNS the workers' (start, end) times of the shards."""
     windows: List[Tuple[float, float]] = []
+    held: Optional[ShardResult] = None
+    arrived: Set[int] = set()
     try:
         for result in results:
+            arrived.add(result.index)
             if result.fatal:
-                raise BadInput(f"{result.fatal} (pass --skip-errors to record bad lines and files and go on)")
-            if fail_after_shards is not None and summary.shards + 1 >= fail_after_shards:  # tests only
-                out.write_shard(result)  # files written, manifest not: as if killed in between
-                raise _faults.InjectedFailure(f"injected failure after shard {result.index}")
-            duplicates.add(result.ids)
-            t_write = time.time()
-            out.record_shard(result)
-            summary.write_seconds += time.time() - t_write
-            summary.shards += 1
-            summary.documents += result.n_docs
-            summary.tokens += result.n_tokens
-            summary.clusters += result.n_clusters
-            summary.errors += result.n_errors
-            if result.t_start is not None and result.t_end is not None:
-                windows.append((result.t_start, result.t_end))
-            pid = str(result.pid)
-            summary.worker_peak_rss_mb[pid] = max(summary.worker_peak_rss_mb.get(pid, 0.0), result.peak_rss_mb)
-            bar.shard(result)
+                if held is None or result.index < held.index:
+                    held = result
+            else:
+                _write_one(result, out, summary, duplicates, bar, windows, fail_after_shards)
+            if held is not None and not any(i < held.index for i in pending.handed_out - arrived):
+                break
     finally:
         close = getattr(results, "close", None)
         if close is not None:
             close()
+    if held is not None:
+        raise BadInput(f"{held.fatal} (pass --skip-errors to record bad lines and files and go on)")
     return windows
+
+
+def _write_one(
+    result: ShardResult,
+    out: OutputDir,
+    summary: AnnotateSummary,
+    duplicates: DuplicateIds,
+    bar: "_Progress",
+    windows: List[Tuple[float, float]],
+    fail_after_shards: Optional[int],
+) -> None:
+    """Write one good shard's files and manifest entry, and count it."""
+    if fail_after_shards is not None and summary.shards + 1 >= fail_after_shards:  # tests only
+        out.write_shard(result)  # files written, manifest not: as if killed in between
+        raise _faults.InjectedFailure(f"injected failure after shard {result.index}")
+    duplicates.add(result.ids)
+    t_write = time.time()
+    out.record_shard(result)
+    summary.write_seconds += time.time() - t_write
+    summary.shards += 1
+    summary.documents += result.n_docs
+    summary.tokens += result.n_tokens
+    summary.clusters += result.n_clusters
+    summary.errors += result.n_errors
+    if result.t_start is not None and result.t_end is not None:
+        windows.append((result.t_start, result.t_end))
+    pid = str(result.pid)
+    summary.worker_peak_rss_mb[pid] = max(summary.worker_peak_rss_mb.get(pid, 0.0), result.peak_rss_mb)
+    bar.shard(result)
 
 
 def _finish_summary(
