@@ -3,7 +3,8 @@ of the mention loss, an entity-type head and an information-status head.
 
 Each loss overfits a tiny batch to ~0; a pipeline trained with the auxiliary
 heads predicts exactly what the same weights without them predict; training
-Docs without GUM's layer get a clear error; the gold is aligned by
+Docs without GUM's layer get a clear error (the all-mentions scorer alone
+learns their cluster mentions, with a warning); the gold is aligned by
 characters when the tokens differ; on the shared OntoGUM train files the
 gold carries every GUM mention.
 """
@@ -151,6 +152,32 @@ def test_the_head_refuses_clusters_alone_when_it_needs_gum_mentions():
         head.document_loss(doc, gold.clusters)
 
 
+def test_the_all_mentions_scorer_learns_the_cluster_mentions_where_there_is_no_gum_layer():
+    doc, gold = _tiny_gold()
+    head = _head(mention_loss_weight=1.0, all_mentions_loss_weight=1.0)
+    assert head.reads_gum_layer and not head.needs_gum_layer
+    clusters_only = MentionGold(gold.clusters)  # what the gold hook gives a Doc without the layer
+    # clusters alone and an empty GUM layer are the same gold: every mention is a cluster mention
+    assert float(head.document_loss(doc, gold.clusters)) == pytest.approx(float(head.document_loss(doc, clusters_only)))
+    _overfit(head, lambda: head.document_loss(doc, gold.clusters), steps=300)
+    targets = MentionGold(gold.clusters, mentions=[span for cluster in gold.clusters for span in cluster])
+    assert float(_all_mentions_bce(head, doc, targets)) < 0.05
+
+
+def test_training_docs_without_the_gum_layer_train_the_all_mentions_scorer_with_one_warning():
+    from spacy_memcoref.doc_helpers.gold import NoGumLayerWarning
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(all_mentions_loss_weight=1.0))
+    examples = make_examples(nlp)  # clusters, no GUM layer
+    nlp.initialize(lambda: examples)
+    with pytest.warns(NoGumLayerWarning, match=r"without doc.spans\['gum_mentions'\].*--gum-entities") as caught:
+        losses = nlp.update(examples)
+    assert losses["memcoref"] > 0
+    # one message for the whole batch: it names no document, so the default filter shows it once
+    assert len({str(w.message) for w in caught if issubclass(w.category, NoGumLayerWarning)}) == 1
+
+
 def test_unknown_labels_are_left_out_of_the_loss():
     head = _head(infstat_loss_weight=1.0)
     doc, gold = _tiny_gold()
@@ -198,7 +225,7 @@ def test_a_pipeline_trained_with_the_heads_predicts_as_one_without_them(tmp_path
     head.infstat_scorer = None
     head.all_mentions_scorer = None
     head.singletons_as_mentions = False
-    assert not head.needs_mention_gold
+    assert not head.reads_gum_layer
     assert [_clusters(doc) for doc in nlp.pipe(texts)] == predicted
 
 

@@ -1,5 +1,6 @@
 """Gold targets for training, aligned to the predicted tokens by character
 offsets (predicted and reference Docs may be tokenized differently)."""
+import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -105,22 +106,39 @@ class MentionGold:
     infstat: List[str] = field(default_factory=list)
 
 
-def gold_with_gum_mentions(example: Example, prefix: str) -> Tuple[MentionGold, int]:
+class NoGumLayerWarning(UserWarning):
+    """A training Doc has no GUM entity layer, so all_mentions_loss_weight
+    learns from its cluster mentions alone. The message names no document,
+    so Python's default filter shows it once, not once a Doc."""
+
+
+def gold_with_gum_mentions(example: Example, prefix: str, required: bool = True) -> Tuple[MentionGold, int]:
     """The clusters (as aligned_gold_clusters) and GUM's mentions with their
     labels, on the predicted tokens.
 
+    required (bool): a Doc without GUM's layer is an error; when False (only
+        all_mentions_loss_weight reads the layer: its "every mention" is then
+        the cluster mentions, as in OntoNotes, which marks no singletons) it
+        gets a MentionGold with no GUM mentions and a NoGumLayerWarning.
     RETURNS (Tuple[MentionGold, int]): the gold and the number of gold
         mentions (cluster or GUM) that could not be aligned.
-    RAISES ValueError: the reference Doc has no GUM entity layer.
+    RAISES ValueError: required, and the reference Doc has no GUM entity layer.
     """
     clusters, n_missed = aligned_gold_clusters(example, prefix)
     predicted, reference = example.predicted, example.reference
     if GUM_MENTIONS_KEY not in reference.spans:
         doc_id = reference.user_data.get("doc_id") if reference.user_data else None
         name = f"document {doc_id!r}" if doc_id else "a training document"
+        if not required:
+            warnings.warn(
+                f"training Docs without doc.spans[{GUM_MENTIONS_KEY!r}]: all_mentions_loss_weight learns from their "
+                "cluster mentions only (convert with --gum-entities to learn from every mention GUM marks)",
+                NoGumLayerWarning,
+            )
+            return MentionGold(clusters), n_missed
         raise ValueError(
             f"{name} has no doc.spans[{GUM_MENTIONS_KEY!r}]: the s2e auxiliary losses (singletons_as_mentions, "
-            "entity_type_loss_weight, infstat_loss_weight, all_mentions_loss_weight) need training Docs with GUM's entity layer "
+            "entity_type_loss_weight, infstat_loss_weight) need training Docs with GUM's entity layer "
             "(convert with --gum-entities), or set them to false / 0"
         )
     spans = list(reference.spans[GUM_MENTIONS_KEY])

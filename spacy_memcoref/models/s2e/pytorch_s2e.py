@@ -152,7 +152,9 @@ class S2EHead(nn.Module):
         tells every GUM mention, singletons included, from other spans.
         Unlike singletons_as_mentions, its score never enters pair scores:
         the endpoint features learn what a mention is while the mention
-        score keeps meaning "a mention that corefers". 0 builds no scorer.
+        score keeps meaning "a mention that corefers". On Docs without
+        GUM's layer (clusters alone) it learns the cluster mentions. 0 builds
+        no scorer.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -354,9 +356,9 @@ class S2EHead(nn.Module):
         """
         aux = None if isinstance(gold, list) else gold
         clusters: Clusters = gold if aux is None else aux.clusters
-        if aux is None and self.needs_mention_gold:
+        if aux is None and self.needs_gum_layer:
             raise ValueError(
-                "singletons_as_mentions, entity_type_loss_weight, infstat_loss_weight and all_mentions_loss_weight need GUM's "
+                "singletons_as_mentions, entity_type_loss_weight and infstat_loss_weight need GUM's "
                 "mentions (a MentionGold), not clusters alone"
             )
         n_tokens = doc.tokens.shape[0]
@@ -377,7 +379,8 @@ class S2EHead(nn.Module):
                 doc.sent_ids,
                 self.max_width,
             )
-            every_mention = clusters + [[span] for span in aux.mentions]
+            # without GUM's layer (clusters alone), the mentions the data marks
+            every_mention = clusters + ([] if aux is None else [[span] for span in aux.mentions])
             loss = loss + self.all_mentions_loss_weight * self._span_bce(any_starts, any_ends, any_scores, every_mention, n_tokens)
         if self.mention_loss_weight > 0:
             positives = clusters
@@ -407,14 +410,17 @@ class S2EHead(nn.Module):
         return bce / self.max_width
 
     @property
-    def needs_mention_gold(self) -> bool:
-        """Whether training needs GUM's mentions (a MentionGold a document)."""
-        return (
-            self.singletons_as_mentions
-            or self.entity_type_scorer is not None
-            or self.infstat_scorer is not None
-            or self.all_mentions_scorer is not None
-        )
+    def needs_gum_layer(self) -> bool:
+        """Whether training cannot go without GUM's layer on every Doc
+        (singletons, entity types, information status)."""
+        return self.singletons_as_mentions or self.entity_type_scorer is not None or self.infstat_scorer is not None
+
+    @property
+    def reads_gum_layer(self) -> bool:
+        """Whether training reads GUM's mentions where a Doc has them (a
+        MentionGold a document): all_mentions_loss_weight uses them when
+        there, the cluster mentions alone when not."""
+        return self.needs_gum_layer or self.all_mentions_scorer is not None
 
     def _auxiliary_loss(self, gold: Any, m_start: Tensor, m_end: Tensor) -> Tensor:
         """Cross-entropies of the entity-type and information-status heads

@@ -3,6 +3,7 @@
 torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
+from functools import partial
 from typing import List, Optional
 
 from spacy.tokens import Doc
@@ -154,7 +155,9 @@ def build_s2e(
         tok2vec,
         head,
         make_head_input,
-        make_gold=gold_with_gum_mentions if head.needs_mention_gold else aligned_gold_clusters,
+        make_gold=(
+            partial(gold_with_gum_mentions, required=head.needs_gum_layer) if head.reads_gum_layer else aligned_gold_clusters
+        ),
         decoder=decoder,
         lr_scale=head_lr_scale,
     )
