@@ -127,8 +127,6 @@ def gold_with_gum_mentions(example: Example, prefix: str, required: bool = True)
     clusters, n_missed = aligned_gold_clusters(example, prefix)
     predicted, reference = example.predicted, example.reference
     if GUM_MENTIONS_KEY not in reference.spans:
-        doc_id = reference.user_data.get("doc_id") if reference.user_data else None
-        name = f"document {doc_id!r}" if doc_id else "a training document"
         if not required:
             warnings.warn(
                 f"training Docs without doc.spans[{GUM_MENTIONS_KEY!r}]: all_mentions_loss_weight learns from their "
@@ -136,6 +134,8 @@ def gold_with_gum_mentions(example: Example, prefix: str, required: bool = True)
                 NoGumLayerWarning,
             )
             return MentionGold(clusters), n_missed
+        doc_id = reference.user_data.get("doc_id") if reference.user_data else None
+        name = f"document {doc_id!r}" if doc_id else "a training document"
         raise ValueError(
             f"{name} has no doc.spans[{GUM_MENTIONS_KEY!r}]: the s2e auxiliary losses (singletons_as_mentions, "
             "entity_type_loss_weight, infstat_loss_weight) need training Docs with GUM's entity layer "
