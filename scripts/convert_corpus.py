@@ -37,7 +37,7 @@ def gum_layer_note(manifest: dict, gum_entities: Optional[Path]) -> Tuple[bool, 
     if manifest["splits"]["train"]["format"] != "ontogum":
         return False, "GUM's entity layer: not added (the corpus is not OntoGUM)"
     if not gum_entities.is_dir():
-        return False, f"GUM's entity layer: not added ({gum_entities} does not exist); presets with auxiliary losses will refuse train.spacy"
+        return False, f"GUM's entity layer: not added ({gum_entities} does not exist); the all-mentions scorer learns from the cluster mentions only, and the singleton, entity-type and information-status losses refuse train.spacy"
     return True, f"GUM's entity layer: added to the train split from {gum_entities}"
 
 
