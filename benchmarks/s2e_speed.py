@@ -232,21 +232,20 @@ def run_profiles(head_layer, docs, vectors, bs, top):
 def precision_pipelines(model_path, tmp, wanted=("float32", "bfloat16", "int8")):
     """{name: pipeline} of one pipeline in three precisions, the same
     weights: float32 (autocast kept off, whatever the config says), bfloat16
-    (autocast installed on the encoder, as `bfloat16 = true` does) and the
-    int8 copy that `spacy_memcoref quantize` writes."""
+    (autocast forced on the encoder, even on a CPU without native bfloat16,
+    where `bfloat16 = true` alone runs float32) and the int8 copy that
+    `spacy_memcoref quantize` writes."""
     import spacy
     from typer.testing import CliRunner
 
     from spacy_memcoref.cli import app
-    from spacy_memcoref import run_in_float32
-    from spacy_memcoref.models.encoder.bf16_autocast import install, pipeline_transformers
+    from spacy_memcoref import run_in_bfloat16, run_in_float32
 
     pipes = {"float32": spacy.load(model_path)}
     run_in_float32(pipes["float32"])
     if "bfloat16" in wanted:
         pipes["bfloat16"] = spacy.load(model_path)
-        for hf in pipeline_transformers(pipes["bfloat16"]):
-            install(hf)
+        run_in_bfloat16(pipes["bfloat16"])
     if "int8" in wanted:
         result = CliRunner().invoke(app, ["quantize", str(model_path), str(tmp / "int8")])
         if result.exit_code != 0:

@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=5, help="record RSS every this many steps")
     p.add_argument("--models", default="s2e,petra", help="which configs: s2e (configs/s2e.cfg), petra (configs/petra_gap.cfg)")
     p.add_argument("--variants", action="store_true", help="also run each with release_memory off")
-    p.add_argument("--float32", action="store_true", help="the encoder in float32 (bfloat16 off): for CPUs without native bfloat16, where autocast is ~10x slower")
+    p.add_argument("--float32", action="store_true", help="the encoder in float32 (bfloat16 off; a CPU without native bfloat16 runs float32 anyway)")
     args = p.parse_args(argv)
     if not (SHARED / "data/ontogum/train").is_dir() or not (SHARED / "data/gap/gap-development.tsv").is_file():
         print(f"SKIPPED: the shared OntoGUM / GAP data is not at {SHARED / 'data'} (set MEMCOREF_SHARED)")

@@ -1,16 +1,28 @@
 """EmbeddedTransformer.v1 bfloat16 (the transformer under bfloat16 autocast)
 and transformer_config (settings for the Hugging Face config)."""
+import warnings
+
 import numpy
 import pytest
 import spacy
 import torch
 from thinc.api import Adam, fix_random_seed
 
-from spacy_memcoref.models.encoder.bf16_autocast import _to_float32, install
+from spacy_memcoref.models.encoder import bf16_autocast
+from spacy_memcoref.models.encoder.bf16_autocast import NoNativeBfloat16Warning, _to_float32, install
 from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
 from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 from conftest import make_examples, s2e_config, sample_docs
+
+
+@pytest.fixture(autouse=True)
+def native_bfloat16(monkeypatch):
+    """These tests are about autocast itself: pin the CPU check to "native
+    bfloat16" so they test the same on an AVX2-only CPU; the tests of the
+    check set it False themselves."""
+    monkeypatch.setattr(bf16_autocast, "cpu_has_native_bfloat16", lambda: True)
+    monkeypatch.setattr(bf16_autocast, "_warned", False)
 
 
 def test_bf16_vectors_are_float32_and_close_to_float32_vectors():
@@ -199,3 +211,64 @@ def test_a_float32_pipeline_runs_in_bfloat16_and_back(tmp_path):
         assert b.dtype == numpy.float32 and not numpy.array_equal(a, b)
         numpy.testing.assert_allclose(a, b, atol=0.1)
         numpy.testing.assert_array_equal(a, c)
+
+
+class _Recorder(torch.nn.Module):
+    def __init__(self, seen):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.seen = seen
+
+    def forward(self, x):
+        self.seen.append(torch.is_autocast_enabled("cpu"))
+        return self.linear(x)
+
+
+def test_a_cpu_without_native_bfloat16_runs_float32_and_warns_once(monkeypatch):
+    """On an AVX2-only CPU emulated bfloat16 is 5-10x slower: a bfloat16
+    config runs float32 there, saying so once a process."""
+    monkeypatch.setattr(bf16_autocast, "cpu_has_native_bfloat16", lambda: False)
+    seen = []
+    first, second = _Recorder(seen), _Recorder(seen)
+    install(first)
+    install(second)
+    with pytest.warns(NoNativeBfloat16Warning, match="no native bfloat16.*run_in_bfloat16"):
+        out = first(torch.ones(1, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoNativeBfloat16Warning)
+        second(torch.ones(1, 4))
+        first(torch.ones(1, 4))
+    assert seen == [False, False, False]
+    assert out.dtype == torch.float32
+
+
+def test_run_in_bfloat16_forces_autocast_without_native_bfloat16(tmp_path, monkeypatch):
+    """run_in_bfloat16 is the user's explicit choice: it autocasts on any CPU,
+    and run_in_float32 undoes it."""
+    import spacy_memcoref
+
+    monkeypatch.setattr(bf16_autocast, "cpu_has_native_bfloat16", lambda: False)
+    loaded, examples, seen = _saved_and_loaded(tmp_path / "model", False)
+    texts = [eg.reference.text for eg in examples[:1]]
+    assert spacy_memcoref.run_in_bfloat16(loaded) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoNativeBfloat16Warning)
+        list(loaded.pipe(texts))
+    assert seen == [True]
+    spacy_memcoref.run_in_float32(loaded)
+    list(loaded.pipe(texts))
+    assert seen == [True, False]
+
+
+def test_cpu_check_reads_the_cpu_flags(tmp_path):
+    """The check on cpuinfo of the three CPU kinds we train on, and without the file."""
+    kinds = {
+        "amd_epyc_avx2": ("fpu sse sse2 avx avx2 fma avx512f", False),
+        "amd_epyc_avx512_bf16": ("fpu avx2 avx512f avx512_vnni avx512_bf16", True),
+        "intel_xeon_amx": ("fpu avx2 avx512f amx_bf16 amx_tile amx_int8", True),
+    }
+    for name, (flags, expected) in kinds.items():
+        path = tmp_path / name
+        path.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert bf16_autocast.cpuinfo_has_native_bfloat16(path) is expected, name
+    assert bf16_autocast.cpuinfo_has_native_bfloat16(tmp_path / "missing") is False

@@ -8,11 +8,20 @@ with native bfloat16 instructions (AVX512-BF16 or AMX) a MiniLM training
 step costs about half as much. The outputs are cast back to float32, since
 spacy-transformers hands them to numpy, which has no bfloat16.
 
+On a CPU without them (AVX2 only) bfloat16 is emulated and the encoder runs
+5-10x *slower*, so the config's `bfloat16 = true` means "where the CPU has
+them": elsewhere the encoder runs float32, with one `NoNativeBfloat16Warning`
+a process (a shipped model or a preset on such a CPU is then fast, not slow).
+`run_in_bfloat16(nlp)` forces autocast whatever the CPU.
+
 spacy-transformers' own `mixed_precision` autocasts on CUDA only (float16 with
 a gradient scaler), so it cannot serve a CPU. Nothing about the saved
 pipeline changes; the autocast is installed again on the first call after
 loading. torch is imported by the functions that need it, never at import.
 """
+import warnings
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, List
 
 from spacy.tokens import Doc
@@ -25,6 +34,49 @@ AUTOCAST_MARK = "_memcoref_bf16_autocast"
 # set by `disable`: this model instance runs float32 whatever its config says
 OFF_MARK = "_memcoref_bf16_off"
 _FLOAT32_FORWARD = "_memcoref_float32_forward"
+# set by `run_in_bfloat16`: autocast even on a CPU without native bfloat16
+FORCE_MARK = "_memcoref_bf16_forced"
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+_warned = False
+
+
+class NoNativeBfloat16Warning(UserWarning):
+    """A bfloat16 config runs float32 on a CPU without native bfloat16."""
+
+
+@lru_cache(maxsize=1)
+def cpu_has_native_bfloat16() -> bool:
+    """Whether this CPU has bfloat16 instructions (AVX512-BF16 or AMX)."""
+    return cpuinfo_has_native_bfloat16(Path("/proc/cpuinfo"))
+
+
+def cpuinfo_has_native_bfloat16(cpuinfo: Path) -> bool:
+    """Whether a Linux cpuinfo file lists AVX512-BF16 or AMX. Where it cannot
+    be read (other systems) the answer is False: float32 is never the slow
+    choice."""
+    try:
+        flags = set(cpuinfo.read_text().split())
+    except OSError:
+        return False
+    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
+
+
+def _autocast_here(hf_model, device_type: str) -> bool:
+    """Autocast on a GPU, on a CPU with native bfloat16, or where forced;
+    warns once a process when a CPU without it runs float32 instead."""
+    global _warned
+    if device_type != "cpu" or getattr(hf_model, FORCE_MARK, False) or cpu_has_native_bfloat16():
+        return True
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            "[memcoref] the encoder's config asks for bfloat16, but this CPU has no native bfloat16 "
+            f"({' or '.join(NATIVE_BF16_FLAGS)} in lscpu): running it in float32, which is 5-10x faster here. "
+            "spacy_memcoref.run_in_bfloat16(nlp) forces bfloat16.",
+            NoNativeBfloat16Warning,
+            stacklevel=2,
+        )
+    return False
 
 
 def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc], List[Floats2d]]:
@@ -54,6 +106,8 @@ def install(hf_model) -> None:
         import torch
 
         device_type = next(hf_model.parameters()).device.type
+        if not _autocast_here(hf_model, device_type):
+            return forward(*args, **kwargs)
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
             output = forward(*args, **kwargs)
         return _to_float32(output)
@@ -111,6 +165,7 @@ def run_in_float32(nlp) -> int:
     """
     transformers = pipeline_transformers(nlp)
     for hf_model in transformers:
+        setattr(hf_model, FORCE_MARK, False)
         disable(hf_model)
     return len(transformers)
 
@@ -119,8 +174,9 @@ def run_in_bfloat16(nlp) -> int:
     """Make a loaded pipeline's memcoref encoders run under bfloat16
     autocast, whatever their config's `bfloat16` says: a float32-trained
     pipeline predicting on a CPU with AVX512-BF16/AMX (PeTra-base there:
-    1.95x the tokens/s, GAP F1 -0.05; benchmarks/README.md). Slower, not
-    wrong, on a CPU without them. Encoders quantized to int8 stay int8.
+    1.95x the tokens/s, GAP F1 -0.05; benchmarks/README.md). Also on a CPU
+    without them, where a bfloat16 config otherwise runs float32: slower
+    there, not wrong. Encoders quantized to int8 stay int8.
 
     nlp (Language): a loaded pipeline.
     RETURNS (int): how many encoders were switched.
@@ -128,5 +184,6 @@ def run_in_bfloat16(nlp) -> int:
     transformers = pipeline_transformers(nlp)
     for hf_model in transformers:
         setattr(hf_model, OFF_MARK, False)
+        setattr(hf_model, FORCE_MARK, True)
         install(hf_model)
     return len(transformers)
