@@ -71,11 +71,10 @@ def cpu_flags() -> List[str]:
     """The low-precision instruction sets this CPU has (Linux /proc/cpuinfo):
     bfloat16 is fast with avx512_bf16 / amx_bf16, int8 with avx512_vnni /
     avx_vnni / amx_int8 (without them int8 runs on AVX2)."""
-    wanted = ("avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni")
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return []
+    from spacy_memcoref.models.encoder.bf16_autocast import NATIVE_BF16_FLAGS, cpu_flags as all_flags
+
+    wanted = NATIVE_BF16_FLAGS + ("amx_int8", "avx512_vnni", "avx_vnni")
+    flags = all_flags()
     return [f for f in wanted if f in flags]
 
 

@@ -50,14 +50,20 @@ def cpu_has_native_bfloat16() -> bool:
     return cpuinfo_has_native_bfloat16(Path("/proc/cpuinfo"))
 
 
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset:
+    """The words of a Linux cpuinfo file (its flags among them); empty where
+    it cannot be read (other systems)."""
+    try:
+        return frozenset(cpuinfo.read_text().split())
+    except OSError:
+        return frozenset()
+
+
 def cpuinfo_has_native_bfloat16(cpuinfo: Path) -> bool:
     """Whether a Linux cpuinfo file lists AVX512-BF16 or AMX. Where it cannot
     be read (other systems) the answer is False: float32 is never the slow
     choice."""
-    try:
-        flags = set(cpuinfo.read_text().split())
-    except OSError:
-        return False
+    flags = cpu_flags(cpuinfo)
     return any(flag in flags for flag in NATIVE_BF16_FLAGS)
 
 
