@@ -6,7 +6,7 @@ command pays for torch unless it needs it.
 import json
 import math
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import typer
 import typer.core
@@ -407,12 +407,16 @@ def tune_link_threshold_cmd(
     input_path: Path = typer.Argument(..., help="Dev Docs with gold clusters (a DocBin made by `convert conll`)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
     component: Optional[str] = typer.Option(None, "--component", help="The s2e component (default: the first coreference component)."),
+    also: List[str] = typer.Option([], "--also", help="Another checkpoint to tune the same way (e.g. model-last beside model-best; repeatable): the one with the best tuned CoNLL F1 is saved, MODEL on a tie. Needs --output."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Choose s2e's link threshold on dev data: the one of -6.00, -5.75, ...,
     2.00 with the best CoNLL F1 (nearest 0 on a tie), printed with the table,
     and stored as the component's link_threshold (its cfg and config.cfg) so
-    the saved pipeline links with it. The pair scores are computed once."""
+    the saved pipeline links with it. The pair scores are computed once.
+    With --also, each checkpoint is tuned alone and the best one tuned is
+    saved: `model-best` is chosen at the decision 0, which is not the
+    threshold the pipeline will link with."""
     from spacy.training import Example
 
     from .corpora.docbin import read_docbin
@@ -420,20 +424,32 @@ def tune_link_threshold_cmd(
     from .tuning.link_threshold import tune_link_threshold
     from .tuning.save import save_with_settings
 
+    chosen = None  # (conll_f, model, nlp, name, best, table, n_docs) of the best checkpoint so far
     try:
+        if also and output is None:
+            raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
+        if also and any(Path(c).resolve() == output.resolve() for c in [model, *also]):
+            raise ValueError(f"--output {output} is one of the checkpoints compared: save elsewhere")
         out_path = _output_path(model, output)
-        nlp = load_pipeline(model, gpu_id)
-        names = [name for name, pipe in nlp.pipeline if isinstance(pipe, CorefComponent)]
-        name = component or (names[0] if names else None)
-        if name is None or name not in nlp.pipe_names:
-            raise ValueError(f"no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
-        pipe = nlp.get_pipe(name)
-        references = read_docbin(input_path, nlp.vocab)
-        # the gold Docs themselves, clusters dropped, as `predict` runs them (speakers kept)
-        examples = [Example(ref.copy(), ref) for ref in references]
-        best, table = tune_link_threshold(pipe, examples)
+        for candidate in [model, *also]:
+            nlp = load_pipeline(candidate, gpu_id)
+            names = [name for name, pipe in nlp.pipeline if isinstance(pipe, CorefComponent)]
+            name = component or (names[0] if names else None)
+            if name is None or name not in nlp.pipe_names:
+                raise ValueError(f"{candidate}: no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
+            pipe = nlp.get_pipe(name)
+            references = read_docbin(input_path, nlp.vocab)
+            # the gold Docs themselves, clusters dropped, as `predict` runs them (speakers kept)
+            examples = [Example(ref.copy(), ref) for ref in references]
+            best, table = tune_link_threshold(pipe, examples)
+            conll_f = round(table[best]["coref_conll_f"], 10)
+            if also:
+                typer.echo(f"{candidate}: best threshold {best:.2f}, CoNLL F1 {100 * conll_f:.2f}")
+            if chosen is None or conll_f > chosen[0]:
+                chosen = (conll_f, candidate, nlp, name, best, table, len(examples))
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
+    _, model, nlp, name, best, table, n_docs = chosen
     typer.echo(f"{'threshold':>9} {'MUC':>6} {'B3':>6} {'CEAFe':>6} {'CoNLL':>6} {'ment R':>7} {'ment P':>7}")
     for t, scores in table.items():
         mark = "  <- best" if t == best else ""
@@ -445,9 +461,9 @@ def tune_link_threshold_cmd(
         save_with_settings(nlp, name, {"link_threshold": best}, out_path)
     except (OSError, ValueError) as err:
         raise _fail(err)
-    typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {len(examples)} docs); "
-               f"stored as components.{name}.link_threshold in {out_path}")
-    typer.echo(json.dumps({"threshold": best, **table[best]}, sort_keys=True))
+    typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {n_docs} docs); "
+               f"stored as components.{name}.link_threshold in {out_path}" + (f" (from {model})" if also else ""))
+    typer.echo(json.dumps({"threshold": best, **table[best], **({"model": model} if also else {})}, sort_keys=True))
 
 
 @app.command("count-people", short_help='PeTra: count the people in texts (paper §3.5) and score the counts.')

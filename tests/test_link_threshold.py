@@ -6,6 +6,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
+from conftest import assert_user_error
 from spacy_memcoref.tuning.link_threshold import best_threshold, predict_each, scores_by_threshold
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
@@ -62,3 +63,40 @@ def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):
     result = CliRunner().invoke(app, ["tune-link-threshold", str(model), str(empty), "--output", str(tmp_path / "out")])
     assert result.exit_code == 1 and "holds no Docs" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_also_saves_the_checkpoint_best_once_tuned(trained_nlp, models, tmp_path):
+    nlp, examples, _ = trained_nlp
+    trained = tmp_path / "trained"
+    nlp.to_disk(trained)
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    untrained = models / "s2e"  # initialized, never trained: given first, it must lose
+    out = tmp_path / "tuned"
+    result = CliRunner().invoke(
+        app, ["tune-link-threshold", str(untrained), str(dev), "--also", str(trained), "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    per_checkpoint = {line.split(": ")[0]: float(line.rsplit(" ", 1)[1]) for line in lines if ": best threshold" in line}
+    assert set(per_checkpoint) == {str(untrained), str(trained)}
+    assert per_checkpoint[str(trained)] > 90.0 > per_checkpoint[str(untrained)]
+    summary = json.loads(lines[-1])
+    assert summary["model"] == str(trained)
+    assert abs(100 * summary["coref_conll_f"] - per_checkpoint[str(trained)]) < 0.01
+    tuned = spacy.load(out)
+    assert tuned.config["components"]["memcoref"]["link_threshold"] == summary["threshold"]
+    assert tuned.get_pipe("memcoref").model.to_bytes() == nlp.get_pipe("memcoref").model.to_bytes()
+
+
+def test_cli_also_needs_an_output_apart_from_the_checkpoints(trained_nlp, models, tmp_path):
+    nlp, examples, _ = trained_nlp
+    trained = tmp_path / "trained"
+    nlp.to_disk(trained)
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    before = sorted(p.name for p in trained.iterdir())
+    for extra in ([], ["--output", str(trained)]):
+        result = CliRunner().invoke(app, ["tune-link-threshold", str(models / "s2e"), str(dev), "--also", str(trained), *extra])
+        assert_user_error(result, "--also" if not extra else "one of the checkpoints compared")
+    assert sorted(p.name for p in trained.iterdir()) == before
