@@ -11,6 +11,15 @@ from spacy_memcoref.tuning.link_threshold import best_threshold, predict_each, s
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
 
+def _saved_with_dev(nlp, examples, tmp_path):
+    """The pipeline saved to tmp_path/trained and its examples' gold Docs as tmp_path/dev.spacy."""
+    trained = tmp_path / "trained"
+    nlp.to_disk(trained)
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    return trained, dev
+
+
 def test_each_threshold_scores_as_the_pipeline_would_predict(trained_nlp):
     nlp, examples, _ = trained_nlp
     pipe = nlp.get_pipe("memcoref")
@@ -41,10 +50,7 @@ def test_best_threshold_prefers_the_score_then_zero():
 
 def test_cli_stores_the_best_threshold(trained_nlp, tmp_path):
     nlp, examples, _ = trained_nlp
-    model = tmp_path / "model"
-    nlp.to_disk(model)
-    dev = tmp_path / "dev.spacy"
-    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    model, dev = _saved_with_dev(nlp, examples, tmp_path)
     result = CliRunner().invoke(app, ["tune-link-threshold", str(model), str(dev), "--output", str(tmp_path / "tuned")])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
@@ -67,10 +73,7 @@ def test_cli_refuses_an_empty_docbin(tmp_path, trained_nlp):
 
 def test_cli_also_saves_the_checkpoint_best_once_tuned(trained_nlp, models, tmp_path):
     nlp, examples, _ = trained_nlp
-    trained = tmp_path / "trained"
-    nlp.to_disk(trained)
-    dev = tmp_path / "dev.spacy"
-    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    trained, dev = _saved_with_dev(nlp, examples, tmp_path)
     untrained = models / "s2e"  # initialized, never trained: given first, it must lose
     out = tmp_path / "tuned"
     result = CliRunner().invoke(
@@ -91,10 +94,7 @@ def test_cli_also_saves_the_checkpoint_best_once_tuned(trained_nlp, models, tmp_
 
 def test_cli_also_needs_an_output_apart_from_the_checkpoints(trained_nlp, models, tmp_path):
     nlp, examples, _ = trained_nlp
-    trained = tmp_path / "trained"
-    nlp.to_disk(trained)
-    dev = tmp_path / "dev.spacy"
-    DocBin(docs=[eg.reference for eg in examples]).to_disk(dev)
+    trained, dev = _saved_with_dev(nlp, examples, tmp_path)
     before = sorted(p.name for p in trained.iterdir())
     for extra in ([], ["--output", str(trained)]):
         result = CliRunner().invoke(app, ["tune-link-threshold", str(models / "s2e"), str(dev), "--also", str(trained), *extra])
