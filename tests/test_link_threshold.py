@@ -6,9 +6,10 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
-from conftest import assert_user_error
 from spacy_memcoref.tuning.link_threshold import best_threshold, predict_each, scores_by_threshold
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
+
+from conftest import assert_user_error
 
 
 def _saved_with_dev(nlp, examples, tmp_path):
