@@ -7,7 +7,7 @@ override is left out, every other argument is passed on unchanged.
         --training.max_steps config --training.optimizer.learn_rate.total_steps config \
         --training.eval_frequency config --components.memcoref.model.tok2vec.name config
 
-trains s2e_base.cfg for its own 5,000 steps (its own schedule, evaluation
+trains s2e_base.cfg for its own 4,500 steps (its own schedule, evaluation
 frequency and encoder); `--training.max_steps 400` there would train 400.
 So a preset carries its own settings, and the project's variables
 (`s2e_max_steps`, `num_cells`, ... default "config") override one only when

@@ -985,7 +985,7 @@ STEP_KEYS = ("--training.max_steps", "--training.optimizer.learn_rate.total_step
     "s2e_config,petra_config,s2e_steps,petra_steps",
     [
         ("configs/s2e.cfg", "configs/petra_gap.cfg", 3000, 600),
-        ("configs/s2e_base.cfg", "configs/petra_gap_base.cfg", 5000, 800),
+        ("configs/s2e_base.cfg", "configs/petra_gap_base.cfg", 4500, 800),
         ("configs/s2e_gpu.cfg", "configs/petra_gap_base.cfg", 20000, 800),
     ],
 )
