@@ -8,9 +8,14 @@ the peak, and the growth from the first evaluation after step 0 to the last
 step (the goal: flat). `--variants` runs each config as shipped and with
 the glibc settings of the training callback switched off
 (`--training.before_update.release_memory false`), and off but with the
-environment variables it replaces set at process start (MALLOC_ARENA_MAX=2
-MALLOC_TRIM_THRESHOLD_=0), so the effect of that one setting shows side by
-side.
+environment variables of its first version set at process start
+(MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0), so the effect of that one
+setting shows side by side; `--env-variant` adds runs with other
+environment variables. The last columns give the cost of an update between
+the evaluations: seconds, page faults and the kernel's share of the CPU
+time (evaluate only at the ends, `--eval-frequency` = `--steps`, for them).
+`BENCH_TRIM_EVERY=N` in the environment makes the callback trim the heap
+every N updates instead of every one.
 
     python benchmarks/train_memory.py --steps 200 --eval-frequency 50
 
@@ -21,6 +26,7 @@ fly; skipped with a reason when the data is not there.
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -66,7 +72,11 @@ def register_logger(path: str, every: int) -> None:
                 step = info["step"] if info is not None else state["step"] + 1
                 state["step"] = step
                 if info is not None or step % every == 0:
-                    row = {"step": step, "rss_mb": _status_mb("VmRSS"), "peak_mb": _status_mb("VmHWM"), "eval": info is not None, "s": time.time() - state["t0"]}
+                    usage = resource.getrusage(resource.RUSAGE_SELF)
+                    row = {
+                        "step": step, "rss_mb": _status_mb("VmRSS"), "peak_mb": _status_mb("VmHWM"), "eval": info is not None,
+                        "s": time.time() - state["t0"], "minflt": usage.ru_minflt, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
+                    }
                     out.write(json.dumps(row) + "\n")
                     out.flush()
 
@@ -87,6 +97,11 @@ def child(argv) -> int:
     from spacy.cli.train import train
 
     import spacy_memcoref  # noqa: F401  (registers the components)
+
+    if os.environ.get("BENCH_TRIM_EVERY"):
+        from spacy_memcoref import training_callbacks
+
+        training_callbacks.TRIM_EVERY = int(os.environ["BENCH_TRIM_EVERY"])
 
     overrides = parse_config_overrides(rest)
     overrides["training.logger"] = {"@loggers": "spacy_memcoref_bench.rss_logger.v1"}
@@ -148,9 +163,20 @@ def summarize(name: str, rows: list, goal_mb: float) -> list:
         target = frac * last["step"]
         marks[frac] = min(rows, key=lambda r: abs(r["step"] - target))["rss_mb"]
     growth = last["rss_mb"] - first_eval["rss_mb"]
+    # the cost of an update, between the first and the last row recorded
+    # between evaluations (an evaluation inside that span adds its time: for
+    # timings, evaluate only at the ends, --eval-frequency >= --steps)
+    steps = [r for r in rows if not r["eval"] and r["step"] > 0 and "minflt" in r]
+    if len(steps) >= 2 and steps[-1]["step"] > steps[0]["step"]:
+        a, b = steps[0], steps[-1]
+        n = b["step"] - a["step"]
+        cpu = (b["user_s"] - a["user_s"]) + (b["sys_s"] - a["sys_s"])
+        cost = [(b["s"] - a["s"]) / n, (b["minflt"] - a["minflt"]) / n / 1000.0, 100.0 * (b["sys_s"] - a["sys_s"]) / max(cpu, 1e-9)]
+    else:
+        cost = [float("nan")] * 3
     return [
         name, first_eval["step"], first_eval["rss_mb"], marks[0.25], marks[0.5], marks[0.75], last["rss_mb"],
-        growth, peak, "yes" if peak <= goal_mb else "NO",
+        growth, peak, "yes" if peak <= goal_mb else "NO", *cost,
     ]
 
 
@@ -163,6 +189,10 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=5, help="record RSS every this many steps")
     p.add_argument("--models", default="s2e,petra", help="which configs: s2e (configs/s2e.cfg), petra (configs/petra_gap.cfg)")
     p.add_argument("--variants", action="store_true", help="also run each with release_memory off")
+    p.add_argument(
+        "--env-variant", action="append", default=[], metavar="'K=V K=V'",
+        help="also run each config with release_memory off and these environment variables (e.g. glibc's MALLOC_* settings); repeatable",
+    )
     p.add_argument("--float32", action="store_true", help="the encoder in float32 (bfloat16 off; a CPU without native bfloat16 runs float32 anyway)")
     args = p.parse_args(argv)
     if not (SHARED / "data/ontogum/train").is_dir() or not (SHARED / "data/gap/gap-development.tsv").is_file():
@@ -184,12 +214,19 @@ def main(argv=None) -> int:
                 variants.append(("release_memory off" + (", float32" if args.float32 else ""), off, None))
                 # the environment variables the setting replaces, set at process start
                 variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", off, {"MALLOC_ARENA_MAX": "2", "MALLOC_TRIM_THRESHOLD_": "0"}))
+            for spec in args.env_variant:
+                off = precision + ["--training.before_update.release_memory", "false"]
+                env = dict(item.split("=", 1) for item in spec.split())
+                variants.append((f"off + {spec}", off, env))
             for label, extra, env in variants:
                 name = f"{model} ({label})"
                 found = run(model + str(len(rows)), configs[model], data, args, tmp, extra, env)
                 if found:
                     rows.append(summarize(name, found, GOALS_MB[model]))
-    headers = ["run", "first eval step", "RSS there MB", "RSS 25% MB", "RSS 50% MB", "RSS 75% MB", "RSS last MB", "growth MB", "peak MB", "peak within goal"]
+    headers = [
+        "run", "first eval step", "RSS there MB", "RSS 25% MB", "RSS 50% MB", "RSS 75% MB", "RSS last MB", "growth MB", "peak MB",
+        "peak within goal", "s / update", "page faults / update (k)", "kernel % of CPU",
+    ]
     print()
     print(C.table(headers, rows))
     print(f"\ngoals: s2e peak <= {GOALS_MB['s2e']} MB, PeTra <= {GOALS_MB['petra']} MB, flat from the first evaluation on")

@@ -7,10 +7,14 @@ from spacy.language import Language
 from spacy.util import registry
 
 # glibc mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
-# trim the heap every this many updates (and once at the first)
-TRIM_EVERY = 50
+# tensors over this are mapped and unmapped on their own, so they never
+# fragment a heap; smaller ones reuse heap memory without page faults
+MMAP_THRESHOLD = 4 * 1024 * 1024
+# give freed heap memory back every this many updates (benchmarks/train_memory.py
+# and benchmarks/RESULTS.md, "Training speed", for the measured choices)
+TRIM_EVERY = 1
 
 
 def _glibc() -> Optional[ctypes.CDLL]:
@@ -26,17 +30,23 @@ def _glibc() -> Optional[ctypes.CDLL]:
 
 
 def release_memory_settings() -> bool:
-    """Make glibc give freed memory back to the system while training.
+    """Two malloc arenas, a fixed mmap threshold of 4 MB, and the heap
+    trimmed once now.
 
     Training allocates and frees tensors of ever different sizes (documents
-    differ in length) from several threads; glibc keeps what is freed in
-    per-thread arenas and raises its mmap threshold after each large free,
-    so later large tensors come from heaps it rarely returns, and the
-    process's RSS grows with steps though the memory in use does not
-    (benchmarks/train_memory.py). Two arenas and a trim threshold of 0 are
-    what MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0 set, applied from inside
-    the process so no user has to know them (setting the trim threshold also
-    stops the mmap threshold from moving).
+    differ in length) from several threads. Left alone, glibc keeps what is
+    freed in per-thread arenas and raises its mmap threshold after each
+    large free, so ever larger tensors come from heaps it rarely returns,
+    and the process's RSS grows with the steps though the memory in use does
+    not (benchmarks/train_memory.py). Two arenas (MALLOC_ARENA_MAX=2) bound
+    the heaps; a fixed threshold (MALLOC_MMAP_THRESHOLD_) keeps the large
+    tensors out of them; the trim before every update (`make_before_update`)
+    gives back what the smaller ones freed.
+
+    Not a trim threshold of 0 (MALLOC_TRIM_THRESHOLD_=0), which an earlier
+    version set: it also pins the mmap threshold, at 128 KB, so nearly every
+    tensor was mapped fresh and its pages faulted in again, with a third of
+    an update's CPU time in the kernel.
 
     RETURNS (bool): whether glibc was there to set.
     """
@@ -44,7 +54,7 @@ def release_memory_settings() -> bool:
     if libc is None:
         return False
     libc.mallopt(_M_ARENA_MAX, 2)
-    libc.mallopt(_M_TRIM_THRESHOLD, 0)
+    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     libc.malloc_trim(0)
     return True
 
@@ -69,9 +79,9 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
     keep RSS flat over the steps (`release_memory_settings`), applied when
     the training config is resolved, i.e. before the pipeline is initialized
     and torch's threads get their malloc arenas (set at the first update they
-    came too late to matter), with a heap trim every 50 updates; and torch's
-    CPU threads before the first update. Only `spacy train` resolves
-    [training], so a loaded pipeline never runs it.
+    came too late to matter), then the heap trimmed before every update
+    (`TRIM_EVERY`); and torch's CPU threads before the first update. Only
+    `spacy train` resolves [training], so a loaded pipeline never runs it.
 
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     release_memory (bool): apply the glibc settings (no effect without glibc).

@@ -22,22 +22,26 @@ class FakeGlibc:
         return 1
 
 
-def test_before_update_sets_glibc_when_made_then_trims_every_50_steps(monkeypatch):
+def test_before_update_sets_glibc_when_made_then_trims_before_every_update(monkeypatch):
     fake = FakeGlibc()
     monkeypatch.setattr(tc, "_glibc", lambda: fake)
     threads = torch.get_num_threads()
     try:
         callback = registry.callbacks.get("spacy_memcoref.before_update.v1")(threads=1, release_memory=True)
-        # set when the config is resolved, before the pipeline is initialized
-        assert fake.calls == [("mallopt", tc._M_ARENA_MAX, 2), ("mallopt", tc._M_TRIM_THRESHOLD, 0), ("malloc_trim", 0)]
+        # set when the config is resolved, before the pipeline is initialized:
+        # two arenas, the mmap threshold fixed at 4 MB (what MALLOC_ARENA_MAX=2
+        # MALLOC_MMAP_THRESHOLD_=4194304 set) and one trim; no trim threshold,
+        # which would pin the mmap threshold at 128 KB and fault nearly every
+        # tensor in afresh
+        assert fake.calls == [
+            ("mallopt", tc._M_ARENA_MAX, 2), ("mallopt", tc._M_MMAP_THRESHOLD, 4 * 1024 * 1024), ("malloc_trim", 0),
+        ]
         for step in range(0, 101):
             callback(None, {"step": step, "epoch": 0})
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    # first call: two arenas, trim threshold 0 (what MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0 set), a trim
-    assert fake.calls[:3] == [("mallopt", tc._M_ARENA_MAX, 2), ("mallopt", tc._M_TRIM_THRESHOLD, 0), ("malloc_trim", 0)]
-    assert fake.calls[3:] == [("malloc_trim", 0)] * 3  # steps 0, 50 and 100
+    assert fake.calls[3:] == [("malloc_trim", 0)] * 101  # before every update
 
 
 def test_release_memory_off_touches_nothing(monkeypatch):
