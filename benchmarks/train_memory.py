@@ -9,13 +9,14 @@ step (the goal: flat). `--variants` runs each config as shipped and with
 the glibc settings of the training callback switched off
 (`--training.before_update.release_memory false`), and off but with the
 environment variables of its first version set at process start
-(MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0), so the effect of that one
-setting shows side by side; `--env-variant` adds runs with other
+(MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0, without its trims), so the
+settings' effect shows side by side; `--env-variant` adds runs with other
 environment variables. The last columns give the cost of an update between
 the evaluations: seconds, page faults and the kernel's share of the CPU
 time (evaluate only at the ends, `--eval-frequency` = `--steps`, for them).
 `BENCH_TRIM_EVERY=N` in the environment makes the callback trim the heap
-every N updates instead of every one.
+every N updates instead of every one; `BENCH_MMAP_THRESHOLD=BYTES` sets
+its mmap threshold (0: glibc's own, which moves).
 
     python benchmarks/train_memory.py --steps 200 --eval-frequency 50
 
@@ -98,10 +99,12 @@ def child(argv) -> int:
 
     import spacy_memcoref  # noqa: F401  (registers the components)
 
-    if os.environ.get("BENCH_TRIM_EVERY"):
-        from spacy_memcoref import training_callbacks
+    from spacy_memcoref import training_callbacks
 
-        training_callbacks.TRIM_EVERY = int(os.environ["BENCH_TRIM_EVERY"])
+    if os.environ.get("BENCH_TRIM_EVERY"):
+        training_callbacks.TRIM_EVERY = max(1, int(os.environ["BENCH_TRIM_EVERY"]))
+    if os.environ.get("BENCH_MMAP_THRESHOLD"):
+        training_callbacks.MMAP_THRESHOLD = int(os.environ["BENCH_MMAP_THRESHOLD"])
 
     overrides = parse_config_overrides(rest)
     overrides["training.logger"] = {"@loggers": "spacy_memcoref_bench.rss_logger.v1"}
@@ -212,7 +215,7 @@ def main(argv=None) -> int:
             if args.variants:
                 off = precision + ["--training.before_update.release_memory", "false"]
                 variants.append(("release_memory off" + (", float32" if args.float32 else ""), off, None))
-                # the environment variables the setting replaces, set at process start
+                # the first version of the settings, from the environment at process start
                 variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", off, {"MALLOC_ARENA_MAX": "2", "MALLOC_TRIM_THRESHOLD_": "0"}))
             for spec in args.env_variant:
                 off = precision + ["--training.before_update.release_memory", "false"]

@@ -11,6 +11,7 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 # tensors over this are mapped and unmapped on their own, so they never
 # fragment a heap; smaller ones reuse heap memory without page faults
+# (0 leaves glibc's own threshold, which moves: for benchmarks only)
 MMAP_THRESHOLD = 4 * 1024 * 1024
 # give freed heap memory back every this many updates (benchmarks/train_memory.py
 # and benchmarks/RESULTS.md, "Training speed", for the measured choices)
@@ -45,18 +46,19 @@ def release_memory_settings() -> bool:
 
     Not a trim threshold of 0 (MALLOC_TRIM_THRESHOLD_=0), which an earlier
     version set: it also pins the mmap threshold, at 128 KB, so nearly every
-    tensor was mapped fresh and its pages faulted in again, with a third of
-    an update's CPU time in the kernel.
+    tensor was mapped fresh and its pages faulted in again, in the kernel.
 
-    RETURNS (bool): whether glibc was there to set.
+    RETURNS (bool): whether glibc was there and took the settings.
     """
     libc = _glibc()
     if libc is None:
         return False
-    libc.mallopt(_M_ARENA_MAX, 2)
-    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    # mallopt returns 1 when it took a setting, 0 when it refused it
+    took = libc.mallopt(_M_ARENA_MAX, 2) == 1
+    if MMAP_THRESHOLD:
+        took = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and took
     libc.malloc_trim(0)
-    return True
+    return took
 
 
 def _check_threads(name: str, threads: int) -> None:
