@@ -1044,6 +1044,19 @@ def test_train_wrapper_runs_spacy_train(tmp_path):
     assert proc.returncode == 2 and "only `--section.key` overrides" in proc.stderr
 
 
+def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatch):
+    train = _load_script("train")
+    runs = []
+    monkeypatch.setattr(train.subprocess, "run", lambda cmd, env=None: runs.append((cmd, env)) or subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setenv("MEMCOREF_TEST_MARK", "kept")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    assert train.main(["configs/s2e.cfg", "--gpu-id", "-1"]) == 0
+    monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")  # a caller's own value wins
+    assert train.main(["configs/s2e.cfg", "--gpu-id", "-1"]) == 0
+    assert [env["THP_MEM_ALLOC_ENABLE"] for _, env in runs] == ["1", "0"]
+    assert all(env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy", "train"] for cmd, env in runs)
+
+
 # ----- slow: ship a pipeline as a user does ------------------------------------------
 
 SHIP_NAME = "memcoref_shiptest"
