@@ -1,6 +1,6 @@
 """Rebuild one trained model that ships inside the package, from its recipe
-in configs/pretrained/NAME.json: train (`spacy train` with the recipe's
-config, overrides and seed), tune the decision (s2e: link threshold on dev;
+in configs/pretrained/NAME.json: train (`spacy train`, by scripts/train.py,
+with the recipe's config, overrides and seed), tune the decision (s2e: link threshold on dev;
 PeTra: calibration and threshold on validation), then store what training
 changed (`python -m spacy_memcoref pretrained-build`), scored as stored.
 
@@ -34,8 +34,8 @@ def commands(name: str, gpu_id: int) -> List[List[str]]:
     tune = "tune-link-threshold" if "s2e" in recipe["config"] else "tune-gap-threshold"
     python = sys.executable
     return [
-        [
-            python, "-m", "spacy", "train", recipe["config"], "--output", str(run),
+        [  # through scripts/train.py, for the environment it gives `spacy train`
+            python, str(Path("scripts", "train.py")), recipe["config"], "--output", str(run),
             "--paths.train", recipe["train"], "--paths.dev", recipe["dev"], "--gpu-id", str(gpu_id),
             "--system.seed", str(recipe["seed"]), "--training.max_steps", str(recipe["steps"]),
             "--training.optimizer.learn_rate.total_steps", str(recipe["steps"]), *overrides,

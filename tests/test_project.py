@@ -1057,6 +1057,17 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
     assert all(env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy", "train"] for cmd, env in runs)
 
 
+@pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap"])
+def test_shipped_models_train_through_the_train_wrapper(name):
+    first = _load_script("pretrained").commands(name, -1)[0]
+    assert first[1] == "scripts/train.py" and (REPO / first[1]).is_file()
+    recipe = srsly.read_json(REPO / "configs" / "pretrained" / f"{name}.json")["recipe"]
+    spacy_train = _load_script("train").train_argv(first[2:])
+    # the recipe reaches `spacy train` whole: its config first, every setting kept
+    assert spacy_train[1:5] == ["-m", "spacy", "train", recipe["config"]] and spacy_train[4:] == first[2:]
+    assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
+
+
 # ----- slow: ship a pipeline as a user does ------------------------------------------
 
 SHIP_NAME = "memcoref_shiptest"
