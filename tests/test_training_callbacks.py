@@ -70,3 +70,32 @@ def test_real_glibc_accepts_the_settings():
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError, match="spacy_memcoref.before_update.v1"):
         tc.make_before_update(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "mode,switch,hinted",
+    [
+        ("always [madvise] never\n", None, True),
+        ("[always] madvise never\n", None, True),
+        ("always madvise [never]\n", None, False),  # the kernel grants no 2 MB pages
+        ("always [madvise] never\n", "1", False),
+        ("always [madvise] never\n", "0", False),  # the user chose
+        (None, None, False),  # no such file: not Linux, or no THP in the kernel
+    ],
+)
+def test_huge_pages_hint_only_where_2mb_pages_are_to_be_had(monkeypatch, tmp_path, capsys, mode, switch, hinted):
+    mode_file = tmp_path / "enabled"
+    if mode is not None:
+        mode_file.write_text(mode)
+    monkeypatch.setattr(tc, "THP_MODE_FILE", mode_file)
+    if switch is None:
+        monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    else:
+        monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", switch)
+    monkeypatch.setattr(tc, "_glibc", lambda: FakeGlibc())
+    tc.make_before_update(threads=0, release_memory=True)
+    out = capsys.readouterr().out
+    assert ("THP_MEM_ALLOC_ENABLE=1 in the environment of `spacy train`" in out) is hinted, out
+    assert (tc.huge_pages_hint() is not None) is hinted
+    tc.make_before_update(threads=0, release_memory=False)  # nothing to speed up: no trims, no hint
+    assert "THP_MEM_ALLOC_ENABLE" not in capsys.readouterr().out
