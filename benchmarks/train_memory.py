@@ -16,7 +16,11 @@ the evaluations: seconds, page faults and the kernel's share of the CPU
 time (evaluate only at the ends, `--eval-frequency` = `--steps`, for them).
 `BENCH_TRIM_EVERY=N` in the environment makes the callback trim the heap
 every N updates instead of every one; `BENCH_MMAP_THRESHOLD=BYTES` sets
-its mmap threshold (0: glibc's own, which moves).
+its mmap threshold (0: glibc's own, which moves). Each child inherits the
+environment of this script: `THP_MEM_ALLOC_ENABLE=1 python
+benchmarks/train_memory.py ...` measures `spacy train` as the project's
+train steps run it (scripts/train.py sets that variable; plain `spacy
+train` runs without it).
 
     python benchmarks/train_memory.py --steps 200 --eval-frequency 50
 
