@@ -1,8 +1,9 @@
 """Rebuild one trained model that ships inside the package, from its recipe
-in configs/pretrained/NAME.json: train (`spacy train`, by scripts/train.py,
-with the recipe's config, overrides and seed), tune the decision (s2e: link threshold on dev;
-PeTra: calibration and threshold on validation), then store what training
-changed (`python -m spacy_memcoref pretrained-build`), scored as stored.
+in configs/pretrained/NAME.json: train (`spacy train` by scripts/train.py,
+with the recipe's config, overrides and seed), tune the decision (s2e: link
+threshold on dev; PeTra: calibration and threshold on validation), then
+store what training changed (`python -m spacy_memcoref pretrained-build`),
+scored as stored.
 
     python scripts/pretrained.py s2e-ontogum [--gpu-id 0] [--dry-run]
 

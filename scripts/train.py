@@ -14,11 +14,11 @@ So a preset carries its own settings, and the project's variables
 they are set. --dry-run prints the `spacy train` command instead of running it.
 
 `spacy train` runs with THP_MEM_ALLOC_ENABLE=1 in its environment unless
-the caller sets it: PyTorch then asks Linux for 2 MB pages for its large
-CPU buffers, an update faults ~6x fewer pages in and runs ~1.2x faster
-(benchmarks/log/2026-11-27-training-speed-huge-pages.md). It has to be set
-before PyTorch starts, so no config setting can do it; elsewhere it does
-nothing.
+the caller set it (to anything): PyTorch then asks Linux for 2 MB pages for
+its large CPU buffers, which makes updates faster (benchmarks/RESULTS.md,
+"2 MB pages for PyTorch's buffers"). PyTorch reads it at its first
+allocation, while spaCy imports it, so no config setting can set it; off
+Linux, or where the kernel grants no huge pages, it does nothing.
 """
 import os
 import shlex

@@ -19,11 +19,13 @@ MMAP_THRESHOLD = 4 * 1024 * 1024
 # give freed heap memory back every this many updates (benchmarks/train_memory.py
 # and benchmarks/RESULTS.md, "Training speed", for the measured choices)
 TRIM_EVERY = 1
-# PyTorch's switch for 2 MB pages under its CPU buffers, read once when it
-# starts (so a callback cannot set it; scripts/train.py sets it for the
-# project's steps), and where Linux says whether it grants them
+# PyTorch's switch for 2 MB pages under its CPU buffers, read at its first
+# allocation, while spaCy imports it (so a callback cannot set it;
+# scripts/train.py sets it for the project's steps), and where Linux says
+# whether it grants them on request
 THP_SWITCH = "THP_MEM_ALLOC_ENABLE"
 THP_MODE_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+_hinted = False  # spaCy builds the [training] callbacks twice: hint once
 
 
 def _glibc() -> Optional[ctypes.CDLL]:
@@ -72,9 +74,10 @@ def release_memory_settings() -> bool:
 def huge_pages_hint() -> Optional[str]:
     """A line for a user who trains on 4 KB pages where 2 MB ones are to be
     had: the trim before every update returns the large buffers, so each
-    update faults them in afresh, a sixth as often on 2 MB pages (an s2e
-    update about 1.2x faster; benchmarks/RESULTS.md, "Training speed").
-    None when the switch is set (to anything) or the kernel grants none.
+    update faults them in afresh, far less often on 2 MB pages
+    (benchmarks/RESULTS.md, "2 MB pages for PyTorch's buffers"). Only where
+    the kernel grants them on request (`madvise`, the mode measured); None
+    when the switch is set, to anything.
     """
     if THP_SWITCH in os.environ:
         return None
@@ -82,11 +85,11 @@ def huge_pages_hint() -> Optional[str]:
         mode = THP_MODE_FILE.read_text(encoding="utf8")
     except OSError:  # not Linux, or no transparent huge pages in this kernel
         return None
-    if "[never]" in mode:
+    if "[madvise]" not in mode:
         return None
     return (
         f"{THP_SWITCH}=1 in the environment of `spacy train` puts PyTorch's buffers on 2 MB pages "
-        f"(s2e updates about 1.2x faster on a 2-core CPU; the project's train steps set it; docs/training.md, 'Huge pages')"
+        f"for faster updates (the project's train steps set it; docs/training.md, 'Huge pages')"
     )
 
 
@@ -123,9 +126,11 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
     if not isinstance(release_memory, bool):
         raise ValueError(f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}")
     glibc = _glibc() if release_memory and release_memory_settings() else None
-    hint = huge_pages_hint() if glibc is not None else None
+    global _hinted
+    hint = huge_pages_hint() if glibc is not None and not _hinted else None
     if hint:
         msg.info(hint)
+        _hinted = True
 
     def before_update(nlp: Language, info: Dict[str, Any]) -> None:
         _set_threads(threads)
