@@ -1,6 +1,7 @@
 """Callbacks for `spacy train` configs (`[training.before_update]`)."""
 import ctypes
 import ctypes.util
+import functools
 import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
@@ -28,8 +29,11 @@ THP_MODE_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 _hinted = False  # spaCy builds the [training] callbacks twice: hint once
 
 
+@functools.lru_cache(maxsize=None)
 def _glibc() -> Optional[ctypes.CDLL]:
-    """glibc, or None on another C library (macOS, Windows, musl)."""
+    """glibc, or None on another C library (macOS, Windows, musl); looked up
+    once a process (find_library runs ldconfig, and spaCy resolves the
+    callback twice, each asking twice)."""
     name = ctypes.util.find_library("c")
     if not name:
         return None
