@@ -1,9 +1,9 @@
 """Rebuild one trained model that ships inside the package, from its recipe
 in configs/pretrained/NAME.json: train (`spacy train` by scripts/train.py,
 with the recipe's config, overrides and seed), tune the decision (s2e: link
-threshold on dev; PeTra: calibration and threshold on validation), then
-store what training changed (`python -m spacy_memcoref pretrained-build`),
-scored as stored.
+threshold on dev, for model-best and model-last, the better kept; PeTra:
+calibration and threshold on validation), then store what training
+changed (`python -m spacy_memcoref pretrained-build`), scored as stored.
 
     python scripts/pretrained.py s2e-ontogum [--gpu-id 0] [--dry-run]
 
@@ -33,6 +33,9 @@ def commands(name: str, gpu_id: int) -> List[List[str]]:
     run = Path("training", "pretrained", name)
     overrides = [item for key, value in recipe["overrides"].items() for item in (f"--{key}", json.dumps(value))]
     tune = "tune-link-threshold" if "s2e" in recipe["config"] else "tune-gap-threshold"
+    # s2e: as the project's tune-s2e step, the last checkpoint is tuned beside
+    # the best one (the best at the decision 0 is not always the best tuned)
+    also = ["--also", str(run / "model-last")] if tune == "tune-link-threshold" else []
     python = sys.executable
     return [
         [  # through scripts/train.py, for the environment it gives `spacy train`
@@ -41,7 +44,7 @@ def commands(name: str, gpu_id: int) -> List[List[str]]:
             "--system.seed", str(recipe["seed"]), "--training.max_steps", str(recipe["steps"]),
             "--training.optimizer.learn_rate.total_steps", str(recipe["steps"]), *overrides,
         ],
-        [python, "-m", "spacy_memcoref", tune, str(run / "model-best"), recipe["dev"], "--output", str(run / "model-tuned"), "--gpu-id", str(gpu_id)],
+        [python, "-m", "spacy_memcoref", tune, str(run / "model-best"), recipe["dev"], *also, "--output", str(run / "model-tuned"), "--gpu-id", str(gpu_id)],
         [
             python, "-m", "spacy_memcoref", "pretrained-build", str(run / "model-tuned"),
             str(Path("spacy_memcoref", "pretrained_models", name)), "--name", name,

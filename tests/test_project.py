@@ -1068,6 +1068,20 @@ def test_shipped_models_train_through_the_train_wrapper(name):
     assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
 
 
+def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
+    """Both tune model-best and model-last and keep the better: S1 in
+    benchmarks/log/2026-11-28-shipped-s2e-all-mentions.md peaked before its
+    last step."""
+    tune = _load_script("pretrained").commands("s2e-ontogum", -1)[1]
+    run = Path("training", "pretrained", "s2e-ontogum")
+    assert tune[3:5] == ["tune-link-threshold", str(run / "model-best")]
+    assert tune[tune.index("--also") + 1] == str(run / "model-last")
+    (project_line,) = commands(load_project())["tune-s2e"]["script"]
+    assert "--also training/s2e_ontogum/model-last" in project_line
+    petra_tune = _load_script("pretrained").commands("petra-gap", -1)[1]
+    assert "--also" not in petra_tune  # tune-gap-threshold tunes one checkpoint
+
+
 # ----- slow: ship a pipeline as a user does ------------------------------------------
 
 SHIP_NAME = "memcoref_shiptest"
