@@ -1069,16 +1069,18 @@ def test_shipped_models_train_through_the_train_wrapper(name):
 
 
 def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
-    """Both tune model-best and model-last and keep the better: S1 in
+    """scripts/pretrained.py tunes s2e as project.yml's tune-s2e does:
+    model-best and model-last, the better kept (S1 in
     benchmarks/log/2026-11-28-shipped-s2e-all-mentions.md peaked before its
-    last step."""
-    tune = _load_script("pretrained").commands("s2e-ontogum", -1)[1]
+    last step, so the two differ)."""
+    pretrained_script = _load_script("pretrained")
+    tune = pretrained_script.commands("s2e-ontogum", -1)[1]
     run = Path("training", "pretrained", "s2e-ontogum")
     assert tune[3:5] == ["tune-link-threshold", str(run / "model-best")]
     assert tune[tune.index("--also") + 1] == str(run / "model-last")
     (project_line,) = commands(load_project())["tune-s2e"]["script"]
     assert "--also training/s2e_ontogum/model-last" in project_line
-    petra_tune = _load_script("pretrained").commands("petra-gap", -1)[1]
+    petra_tune = pretrained_script.commands("petra-gap", -1)[1]
     assert "--also" not in petra_tune  # tune-gap-threshold tunes one checkpoint
 
 
