@@ -155,6 +155,13 @@ class S2EHead(nn.Module):
         score keeps meaning "a mention that corefers". On Docs without
         GUM's layer (clusters alone) it learns the cluster mentions. 0 builds
         no scorer.
+    span_head_attention (bool): add each kept candidate's content to the
+        antecedent score: an attention-weighted average of its tokens
+        (Lee et al. 2017's head-finding attention), projected like the
+        endpoints, enters the query and the key as a fifth bilinear term.
+        Endpoints alone see a long noun phrase through its first and last
+        token (not in the paper). Costs O(K * max_width * hidden) a
+        document, in chunks of chunk_size candidates.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -177,6 +184,7 @@ class S2EHead(nn.Module):
         entity_type_loss_weight: float,
         infstat_loss_weight: float,
         all_mentions_loss_weight: float,
+        span_head_attention: bool,
     ) -> None:
         super().__init__()
         self.use_distance = use_distance
@@ -224,6 +232,11 @@ class S2EHead(nn.Module):
             if all_mentions_loss_weight > 0
             else None
         )
+        # only when asked for (pipelines saved without them still load):
+        # a^h, the attention logit a token, and the head-to-head term
+        self.antecedent_head = _mlp(hidden_size, dropout) if span_head_attention else None
+        self.head_attention = _LazyLinear(1) if span_head_attention else None
+        self.antecedent_h2h = nn.Linear(hidden_size, hidden_size) if span_head_attention else None
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -326,7 +339,33 @@ class S2EHead(nn.Module):
             dim=-1,
         )
         keys = torch.cat([a_start, a_end], dim=-1)
+        if self.antecedent_head is not None:
+            a_head = self._span_heads(tokens, starts, ends)
+            queries = torch.cat([queries, self.antecedent_h2h(a_head)], dim=-1)
+            keys = torch.cat([keys, a_head], dim=-1)
         return queries, keys
+
+    def _span_heads(self, tokens: Tensor, starts: Tensor, ends: Tensor) -> Tensor:
+        """a^h of each candidate: softmax over its tokens of a learned
+        logit a token, times the tokens' projections, summed; [K, hidden].
+        Gathered chunk_size candidates at a time, so the [chunk, width,
+        hidden] gather, not [K, width, hidden], bounds the memory."""
+        projected = self.antecedent_head(tokens)  # [T, hidden]
+        logits = self.head_attention(tokens).squeeze(-1)  # [T]
+        n_cand = starts.shape[0]
+        if n_cand == 0:
+            return projected.new_zeros((0, projected.shape[-1]))
+        width = int((ends - starts).max()) + 1
+        offsets = torch.arange(width, device=starts.device)
+        heads = []
+        for c0 in range(0, n_cand, self.chunk_size):
+            c1 = min(n_cand, c0 + self.chunk_size)
+            index = starts[c0:c1, None] + offsets[None, :]  # [k, width]
+            inside = index <= ends[c0:c1, None]
+            index = torch.where(inside, index, starts[c0:c1, None])  # padding reads the start (weight 0)
+            weights = torch.softmax(logits[index].float().masked_fill(~inside, NEG_INF), dim=1)
+            heads.append(torch.bmm(weights.to(projected.dtype).unsqueeze(1), projected[index]).squeeze(1))
+        return torch.cat(heads)
 
     # ----- one document -------------------------------------------------------
 

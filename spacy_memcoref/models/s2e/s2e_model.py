@@ -46,6 +46,7 @@ def build_s2e(
     entity_type_loss_weight: float = 0.0,
     infstat_loss_weight: float = 0.0,
     all_mentions_loss_weight: float = 0.0,
+    span_head_attention: bool = False,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
 
@@ -92,6 +93,10 @@ def build_s2e(
         span scorer over the same endpoint features that learns to tell
         every GUM mention (singletons included) from other spans; its score
         never enters pair scores (0: none).
+    span_head_attention (bool): add an attention-weighted average of each
+        kept candidate's tokens (Lee et al. 2017's head-finding attention)
+        to the antecedent score, beside the endpoints (not in the paper).
+        Unlike the auxiliary losses it runs at prediction too.
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -118,6 +123,7 @@ def build_s2e(
     _check(entity_type_loss_weight >= 0, f"entity_type_loss_weight must be >= 0, got {entity_type_loss_weight!r}")
     _check(infstat_loss_weight >= 0, f"infstat_loss_weight must be >= 0, got {infstat_loss_weight!r}")
     _check(all_mentions_loss_weight >= 0, f"all_mentions_loss_weight must be >= 0, got {all_mentions_loss_weight!r}")
+    _check(isinstance(span_head_attention, bool), f"span_head_attention must be true or false, got {span_head_attention!r}")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -139,6 +145,7 @@ def build_s2e(
         entity_type_loss_weight=entity_type_loss_weight,
         infstat_loss_weight=infstat_loss_weight,
         all_mentions_loss_weight=all_mentions_loss_weight,
+        span_head_attention=span_head_attention,
     )
 
     def make_head_input(doc: Doc, tokens) -> S2EDocument:
