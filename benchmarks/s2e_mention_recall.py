@@ -12,8 +12,10 @@ script counts, for each pipeline given, side by side:
                the script also prints from spacy_memcoref.scoring as a check)
   first / later
                the first mention of each gold chain against the later ones
-               (a first mention is in the output only if a later mention
-               links to it), and where later mentions' own links go: to an
+               (no antecedent of its chain precedes a first mention: it is in
+               the output when a later mention links to it, or when it links
+               to a span outside its chain), and where later mentions' own
+               links go: to an
                earlier mention of their chain (a right antecedent), to
                another chain's mention, or to a span in no chain
   by width     1 token, 2-3, 4 or more
@@ -35,6 +37,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -87,7 +91,7 @@ def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dic
             else:
                 tally.add("later mentions: in the output", m in output)
                 i = index.get(m)
-                linked = i is not None and best[i] >= 0 and float(scores[i]) > threshold
+                linked = i is not None and best[i] >= 0 and float(numpy.float32(scores[i])) > threshold
                 antecedent_chain = chain_of.get(candidates[best[i]], -1) if linked else None
                 tally.add("later mentions: linked to an earlier mention of their chain", linked and antecedent_chain == chain_of[m])
                 tally.add("later mentions: linked to a mention of another chain", linked and antecedent_chain not in (-1, chain_of[m]))
@@ -136,7 +140,8 @@ def run_pipeline(path: str, docs, gum_docs, top_lambda: Optional[float]):
     if top_lambda is not None:
         heads[0].top_lambda = top_lambda
     decoder = component.decoder
-    threshold = float(decoder.link_threshold)
+    # compared in float32, as the decoder compares the head's scores (decoders.s2e)
+    threshold = float(numpy.float32(decoder.link_threshold))
     tally, evaluator = Tally(), CorefEvaluator()
     for doc, gum in zip(docs, gum_docs):
         chains = gold_chains(doc)

@@ -76,6 +76,17 @@ def test_antecedent_score_adds_the_head_to_head_term():
     assert float(scores[q, c]) == pytest.approx(expected, abs=1e-5)
 
 
+def test_the_attention_and_both_projections_get_gradients():
+    head = _head(span_head_attention=True).train()
+    starts, ends = torch.tensor([0, 1, 3]), torch.tensor([0, 2, 4])
+    queries, keys = head._antecedent_inputs(X, starts, ends)
+    scores, _ = head._antecedent_chunk(queries, keys, torch.zeros(3), None, 0, 3)
+    scores[scores > -1e29].sum().backward()
+    for name in ("head_attention", "antecedent_head", "antecedent_h2h"):
+        grads = [p.grad for p in getattr(head, name).parameters()]
+        assert all(g is not None and float(g.abs().sum()) > 0 for g in grads), name
+
+
 def test_chunks_of_candidates_give_the_same_content():
     head = _head(span_head_attention=True)
     torch.manual_seed(3)

@@ -160,8 +160,10 @@ class S2EHead(nn.Module):
         (Lee et al. 2017's head-finding attention), projected like the
         endpoints, enters the query and the key as a fifth bilinear term.
         Endpoints alone see a long noun phrase through its first and last
-        token (not in the paper). Costs O(K * max_width * hidden) a
-        document, in chunks of chunk_size candidates.
+        token (not in the paper). Only the antecedent score reads it: the
+        mention score, and so pruning, stay endpoint-only. Costs a
+        projection of every token (T * d * hidden) and O(K * max_width *
+        hidden) for the averages.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -348,8 +350,10 @@ class S2EHead(nn.Module):
     def _span_heads(self, tokens: Tensor, starts: Tensor, ends: Tensor) -> Tensor:
         """a^h of each candidate: softmax over its tokens of a learned
         logit a token, times the tokens' projections, summed; [K, hidden].
-        Gathered chunk_size candidates at a time, so the [chunk, width,
-        hidden] gather, not [K, width, hidden], bounds the memory."""
+        Gathered chunk_size candidates at a time: at prediction the [chunk,
+        width, hidden] gather bounds the memory; in training autograd keeps
+        every chunk's gather for the backward pass, K * width * hidden in all
+        (OntoGUM's documents: tens of MB)."""
         projected = self.antecedent_head(tokens)  # [T, hidden]
         logits = self.head_attention(tokens).squeeze(-1)  # [T]
         n_cand = starts.shape[0]
