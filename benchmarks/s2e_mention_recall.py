@@ -34,7 +34,6 @@ head's pruning ratio (the config's is 0.4) to see what pruning costs.
 """
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 

@@ -129,6 +129,24 @@ def make_examples(nlp) -> list:
     return examples
 
 
+def spans_of(doc) -> dict:
+    """A Doc's span groups as {key: [(start, end), ...]} (token offsets)."""
+    return {key: [(s.start, s.end) for s in group] for key, group in doc.spans.items()}
+
+
+def assert_disk_round_trip(nlp, texts, path):
+    """Save nlp to path and load it back: the same spans on every text (and
+    some spans at all). RETURNS the spans before, a list a text."""
+    import spacy
+
+    before = [spans_of(nlp(t)) for t in texts]
+    assert any(before)
+    nlp.to_disk(path)
+    loaded = spacy.load(path)
+    assert [spans_of(loaded(t)) for t in texts] == before
+    return before
+
+
 # ----- builders: PeTra ---------------------------------------------------------------
 
 PETRA_CELLS = 4
@@ -292,21 +310,29 @@ class TrainedS2E(NamedTuple):
 TRAINED_S2E_STEPS = 80
 
 
-@pytest.fixture(scope="session")
-def trained_s2e(tmp_path_factory) -> TrainedS2E:
-    """An s2e pipeline (s2e_config) overfit on the three TRAIN documents,
-    trained once a session and saved. Tests that change a pipeline load
-    their own copy (trained_nlp, or spacy.load(path))."""
+def overfit_s2e(**model_overrides):
+    """A small s2e (s2e_config with the overrides) trained TRAINED_S2E_STEPS
+    updates on the three TRAIN documents, seed 0.
+    RETURNS (nlp, examples, losses): losses one an update."""
     import spacy
     from thinc.api import Adam, fix_random_seed
 
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.add_pipe("memcoref", config=s2e_config(**model_overrides))
     examples = make_examples(nlp)
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.003)
     losses = [nlp.update(examples, sgd=optimizer)["memcoref"] for _ in range(TRAINED_S2E_STEPS)]
+    return nlp, examples, losses
+
+
+@pytest.fixture(scope="session")
+def trained_s2e(tmp_path_factory) -> TrainedS2E:
+    """An s2e pipeline (s2e_config) overfit on the three TRAIN documents,
+    trained once a session and saved. Tests that change a pipeline load
+    their own copy (trained_nlp, or spacy.load(path))."""
+    nlp, _, losses = overfit_s2e()
     path = tmp_path_factory.mktemp("trained_s2e") / "s2e"
     nlp.to_disk(path)
     return TrainedS2E(path, losses)

@@ -19,7 +19,7 @@ from spacy_memcoref.decoders.s2e import clusters_from_links
 from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
 from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
 
-from conftest import make_examples, s2e_config, s2e_head_args
+from conftest import assert_disk_round_trip, make_examples, s2e_config, s2e_head_args, spans_of
 
 # trained_nlp (conftest): the pipeline overfit on the three TRAIN documents
 
@@ -148,10 +148,6 @@ def test_clusters_from_links():
 # ----- the component ------------------------------------------------------------
 
 
-def spans_of(doc):
-    return {key: [(s.start, s.end) for s in group] for key, group in doc.spans.items()}
-
-
 def conll_f1(nlp, examples):
     evaluator = CorefEvaluator()
     for eg in examples:
@@ -171,12 +167,7 @@ def test_loss_falls_and_overfits_three_documents(trained_nlp):
 def test_serialization_round_trip(trained_nlp, tmp_path):
     nlp, examples, _ = trained_nlp
     texts = [eg.reference.text for eg in examples]
-    before = [spans_of(nlp(t)) for t in texts]
-    assert any(before)
-    nlp.to_disk(tmp_path / "pipeline")
-    loaded = spacy.load(tmp_path / "pipeline")
-    after = [spans_of(loaded(t)) for t in texts]
-    assert after == before
+    before = assert_disk_round_trip(nlp, texts, tmp_path / "pipeline")
     from_bytes = spacy.blank("en")
     from_bytes.add_pipe("memcoref", config=s2e_config())
     from_bytes.from_bytes(nlp.to_bytes())

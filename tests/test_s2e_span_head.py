@@ -11,11 +11,10 @@ import pytest
 import spacy
 import torch
 from spacy.tokens import Doc
-from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
 
-from conftest import TRAIN, TRAINED_S2E_STEPS, make_examples, s2e_config, s2e_head_args
+from conftest import TRAIN, assert_disk_round_trip, overfit_s2e, s2e_config, s2e_head_args
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -108,14 +107,8 @@ def test_off_builds_none_of_its_parameters():
 
 @pytest.fixture(scope="module")
 def trained_with_span_heads():
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(span_head_attention=True))
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.003)  # as conftest's trained_s2e, the pipeline without span content
-    losses = [nlp.update(examples, sgd=optimizer)["memcoref"] for _ in range(TRAINED_S2E_STEPS)]
-    return nlp, examples, losses
+    """(nlp, examples, losses): trained as conftest's trained_s2e, with span content."""
+    return overfit_s2e(span_head_attention=True)
 
 
 def test_a_pipeline_with_span_content_overfits_three_documents(trained_with_span_heads):
@@ -129,16 +122,7 @@ def test_a_pipeline_with_span_content_overfits_three_documents(trained_with_span
 
 def test_a_pipeline_with_span_content_round_trips(trained_with_span_heads, tmp_path):
     nlp, examples, _ = trained_with_span_heads
-    texts = [eg.reference.text for eg in examples]
-    before = [_spans(nlp(t)) for t in texts]
-    assert any(before)
-    nlp.to_disk(tmp_path / "pipeline")
-    loaded = spacy.load(tmp_path / "pipeline")
-    assert [_spans(loaded(t)) for t in texts] == before
-
-
-def _spans(doc):
-    return {key: [(s.start, s.end) for s in group] for key, group in doc.spans.items()}
+    assert_disk_round_trip(nlp, [eg.reference.text for eg in examples], tmp_path / "pipeline")
 
 
 @pytest.mark.parametrize("value", ["yes", 1.5])
