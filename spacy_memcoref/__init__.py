@@ -22,7 +22,7 @@ def load(name: str = "s2e-ontogum"):
     GAP); `python -m spacy_memcoref info` says what each was trained on.
 
     name (str): a shipped model's name, or the folder of one built by
-        `python -m spacy_memcoref pretrained build`.
+        `python -m spacy_memcoref pretrained-build`.
     RETURNS (spacy.language.Language): the pipeline.
     """
     # imported here: it imports spaCy's pipeline machinery and, on load, torch

@@ -548,6 +548,10 @@ def count_people_cmd(
     typer.echo(json.dumps({"alpha": alpha, "errors": n_wrong, "docs": len(rows), "mae": abs_err / len(rows)}, sort_keys=True))
 
 
+# Docs a nlp.pipe batch when drawing: a few Docs are drawn, so memory, not speed, sets it
+VISUALIZE_BATCH_SIZE = 8
+
+
 @app.command("visualize", short_help="Draw PeTra's memory log and the clusters (PNG and HTML).")
 def visualize_cmd(
     model: str = typer.Argument(..., help="A trained pipeline (PeTra for the memory log): package name or directory."),
@@ -569,7 +573,7 @@ def visualize_cmd(
     try:
         nlp = load_pipeline(model, gpu_id)
         docs = read_docbin(input_path, nlp.vocab)[:limit]
-        annotated = _annotate(nlp, docs, limit, prefix)
+        annotated = _annotate(nlp, docs, VISUALIZE_BATCH_SIZE, prefix)
         written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)
     except (DataFormatError, OSError, ValueError, ImportError) as err:
         raise _fail(err)

@@ -344,5 +344,8 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
     recipe = meta.get("recipe", {})
     if recipe:
         yield f"  recipe: {recipe.get('config', '?')}, {recipe.get('steps', '?')} steps, seed {recipe.get('seed', '?')}"
+        # the overrides are part of the recipe: the config alone trains another model
+        for key, value in sorted(recipe.get("overrides", {}).items()):
+            yield f"    --{key} {json.dumps(value)}"
     for key, value in sorted(meta.get("scores", {}).items()):
         yield f"  {key}: {value}"

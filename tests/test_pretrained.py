@@ -134,6 +134,18 @@ def test_shipped_metadata_says_what_and_how(name):
     pretrained.check_files(pretrained.model_dir(name), meta)
 
 
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_recipe_is_the_one_the_project_builds_from(name):
+    # `info` prints the stored recipe; `spacy project run pretrained` trains from
+    # configs/pretrained/NAME.json: a user following either must get the same model
+    stored = pretrained.info(name)["recipe"]
+    source = json.loads((Path(__file__).parents[1] / "configs" / "pretrained" / f"{name}.json").read_text())["recipe"]
+    assert stored == source
+    lines = list(pretrained.describe(pretrained.info(name)))
+    for key, value in source.get("overrides", {}).items():
+        assert f"    --{key} {json.dumps(value)}" in lines
+
+
 @pytest.fixture(scope="module")
 def s2e_shipped():
     return spacy_memcoref.load("s2e-ontogum")
