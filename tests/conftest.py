@@ -147,6 +147,16 @@ def assert_disk_round_trip(nlp, texts, path):
     return before
 
 
+def assert_same_links(nlp, loaded, texts, name="memcoref"):
+    """s2e's raw predictions (kept candidate spans, best antecedents and
+    their float32 scores) are identical in two pipelines, and not empty: a
+    check of the weights that empty cluster lists cannot pass by accident."""
+    before = nlp.get_pipe(name).predict([nlp.make_doc(t) for t in texts])
+    after = loaded.get_pipe(name).predict([loaded.make_doc(t) for t in texts])
+    assert any(p["links"] and p["links"][0] for p in before), before
+    assert after == before
+
+
 # ----- builders: PeTra ---------------------------------------------------------------
 
 PETRA_CELLS = 4

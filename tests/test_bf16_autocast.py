@@ -13,7 +13,7 @@ from spacy_memcoref.models.encoder.bf16_autocast import NoNativeBfloat16Warning,
 from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
 from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
-from conftest import make_examples, s2e_config, sample_docs
+from conftest import assert_same_links, make_examples, s2e_config, sample_docs
 
 
 @pytest.fixture(autouse=True)
@@ -77,6 +77,7 @@ def test_bf16_pipeline_learns_and_round_trips(tmp_path):
     loaded = spacy.load(tmp_path / "model")
     again = [[[s.text for s in g] for g in d.spans.values()] for d in loaded.pipe(texts)]
     assert again == predicted
+    assert_same_links(nlp, loaded, texts)
     hf_loaded = find_transformer(loaded.get_pipe("memcoref").model).transformer
     assert getattr(hf_loaded, "_memcoref_bf16_autocast", False)
 

@@ -575,13 +575,18 @@ def test_spacy_scorer_prefix(tmp_path):
     assert nothing["coref_conll_f"] == 0.0
 
 
-def test_spacy_scorer_in_config():
+def test_spacy_scorer_in_config(tmp_path):
     import spacy
     from thinc.api import Config
 
     cfg = Config().from_str('[scorer]\n@scorers = "spacy_memcoref.coref_scorer.v1"\nspan_cluster_prefix = "x"\n')
-    resolved = spacy.util.registry.resolve(cfg)
-    assert callable(resolved["scorer"])
+    from spacy_memcoref.scoring.spacy_scorer import make_coref_scorer
+
+    scorer = spacy.util.registry.resolve(cfg)["scorer"]
+    # the config's prefix reaches the scorer: it reads the "x_N" span groups
+    examples = _examples_and_files(tmp_path, split_predicted=False, prefix="x")
+    scores = scorer(examples)
+    assert scores == make_coref_scorer(span_cluster_prefix="x")(examples) and 0 < scores["coref_conll_f"] < 1
 
 
 # --------------------------------------------------------------------------- #

@@ -13,7 +13,7 @@ from spacy_memcoref.cli import app
 from spacy_memcoref.models.encoder.int8 import is_quantized_state, quantize_module, quantize_module_like, quantized_layer_count
 from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
-from conftest import make_examples, s2e_config
+from conftest import assert_same_links, make_examples, s2e_config
 
 MINILM = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1"}
 
@@ -74,7 +74,9 @@ def test_quantize_writes_an_int8_encoder_that_loads_back(float_model, int8_model
     # saved again, it predicts what it predicted (a round trip of the int8 weights)
     first = _clusters(loaded, texts)
     loaded.to_disk(out.parent / "again")
-    assert _clusters(spacy.load(out.parent / "again"), texts) == first
+    again = spacy.load(out.parent / "again")
+    assert _clusters(again, texts) == first
+    assert_same_links(loaded, again, texts)
 
 
 def test_int8_vectors_stay_close_to_float32(float_model, int8_model):

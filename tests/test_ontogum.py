@@ -81,7 +81,9 @@ def test_multiword_ranges_and_empty_nodes_are_not_tokens(tmp_path):
     conllu = conllu.replace("3\tthe", "2.1\tmet\t_\t_\t_\t_\t_\t_\t_\t_\n3\tthe", 1)
     root = _corpus(tmp_path, {"GUM_test_doc": (CONLL, conllu)})
     doc = read_ontogum_doc(root / "conll" / "GUM_test_doc.conll", root / "conllu" / "GUM_test_doc.conllu", NLP.vocab)
-    assert len(doc) == 9
+    assert [t.text for t in doc] == "Alice met the doctor . She thanked her .".split()
+    assert [t.i for t in doc if t.is_sent_start] == [0, 5]
+    assert token_clusters(doc) == [[(0, 0), (5, 5)], [(2, 3), (7, 7)]]
 
 
 def _mask(word: str) -> str:

@@ -11,7 +11,7 @@ from thinc.api import Adam, fix_random_seed
 from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
 from spacy_memcoref.models.encoder.frozen_encoder import find_transformer
 
-from conftest import make_examples, s2e_config, sample_docs
+from conftest import assert_same_links, make_examples, s2e_config, sample_docs
 
 
 def _no_dropout(tok2vec):
@@ -86,6 +86,7 @@ def test_partially_frozen_pipeline_trains_top_only_and_round_trips(tmp_path):
     loaded = spacy.load(tmp_path / "model")
     again = [[[s.text for s in g] for k, g in d.spans.items()] for d in loaded.pipe(texts)]
     assert again == predicted
+    assert_same_links(nlp, loaded, texts)
     hf_loaded = find_transformer(loaded.get_pipe("memcoref").model).transformer
     assert not any(p.requires_grad for p in hf_loaded.encoder.layer[0].parameters())  # freeze re-installed
 

@@ -243,7 +243,9 @@ def test_coref_never_to_unused_cell_usage_bounded_overwrite_lowest_least_used_de
     assert people_count(logs[0]["overwrite"].numpy(), 0.5) > 3
 
 
-def test_overwrite_ties_go_to_lowest_index_in_training_mode_too_free_of_crash():
+def test_training_mode_overwrite_carries_the_new_entity_mass_and_checks_the_temperature():
+    """Training mode (Gumbel-softmax over cells): the overwrite row sums to the
+    new-entity mass, usage stays in [0, 1], a zero temperature is refused."""
     model = _trained_like_model()
     model.train()
     model.set_temperature(0.25)

@@ -7,7 +7,7 @@ from thinc.api import Adam, fix_random_seed
 from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
 from spacy_memcoref.models.s2e.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
 
-from conftest import make_examples, s2e_config, s2e_head_args
+from conftest import assert_same_links, make_examples, s2e_config, s2e_head_args
 
 
 def _head_and_doc(**options):
@@ -75,6 +75,7 @@ def test_learned_link_bias_trains_and_round_trips(tmp_path):
     assert float(loaded_head.link_bias) == float(head.link_bias)
     assert loaded.get_pipe("memcoref").decoder.link_threshold == -0.5
     assert [{k: [s.text for s in g] for k, g in d.spans.items()} for d in loaded.pipe(texts)] == predicted
+    assert_same_links(nlp, loaded, texts)
 
 
 @pytest.mark.parametrize(
