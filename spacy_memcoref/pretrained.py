@@ -61,7 +61,7 @@ def model_dir(name_or_path: Union[str, Path]) -> Path:
     names = ", ".join(available()) or "none"
     raise PretrainedError(
         f"no shipped model {text!r}: the package ships {names} (python -m spacy_memcoref info lists them), "
-        f"or give the path of a folder written by `python -m spacy_memcoref pretrained build`"
+        f"or give the path of a folder written by `python -m spacy_memcoref pretrained-build`"
     )
 
 

@@ -879,15 +879,17 @@ def test_memcoref_predictor_on_a_dataset_of_ones_own(ray_cluster, model_dir, cor
         compute=ray_cluster.data.ActorPoolStrategy(size=1),
     )
     got = sorted(ds.take_all(), key=lambda r: int(r["id"][3:]))
-    # pandas hands nested lists back as arrays: compare them as plain lists
+    # rows may come back with arrays for lists (pandas blocks): compare as plain values
     assert [_plain(r["clusters"]) for r in got] == [r["clusters"] for r in expected[:4]]
     assert any(r["clusters"] for r in expected[:4])
 
 
 def _plain(value):
-    """Nested numpy arrays / lists as nested Python lists."""
+    """Nested numpy arrays, lists and dicts as plain Python values."""
     if hasattr(value, "tolist"):
         value = value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 

@@ -253,7 +253,7 @@ def test_training_mode_overwrite_carries_the_new_entity_mass_and_checks_the_temp
     log = logs[0]
     new = log["entity"] - log["coref"].sum(-1)
     assert torch.allclose(log["overwrite"].sum(-1), new, atol=1e-6)
-    assert torch.all(log["usage"] <= 1)
+    assert torch.all((log["usage"] >= 0) & (log["usage"] <= 1))
     with pytest.raises(ValueError, match="temperature"):
         model.set_temperature(0.0)
 
