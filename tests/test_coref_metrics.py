@@ -579,9 +579,9 @@ def test_spacy_scorer_in_config(tmp_path):
     import spacy
     from thinc.api import Config
 
-    cfg = Config().from_str('[scorer]\n@scorers = "spacy_memcoref.coref_scorer.v1"\nspan_cluster_prefix = "x"\n')
     from spacy_memcoref.scoring.spacy_scorer import make_coref_scorer
 
+    cfg = Config().from_str('[scorer]\n@scorers = "spacy_memcoref.coref_scorer.v1"\nspan_cluster_prefix = "x"\n')
     scorer = spacy.util.registry.resolve(cfg)["scorer"]
     # the config's prefix reaches the scorer: it reads the "x_N" span groups
     examples = _examples_and_files(tmp_path, split_predicted=False, prefix="x")

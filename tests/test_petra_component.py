@@ -447,22 +447,19 @@ def test_choose_alpha_minimizes_wrong_counts():
 
 
 def test_count_people_command(saved_model, tmp_path):
-    tsv = _people_tsv(
-        tmp_path / "people.tsv",
-        ["p1\tAnna met Maria before she left .\t2", "p2\tPeter told John that his car was ready .\t2", "p3\tIt rained .\t0"],
-    )
+    rows = [("p1", "Anna met Maria before she left .", 2), ("p2", "Peter told John that his car was ready .", 2), ("p3", "It rained .", 0)]
+    ids, texts, golds = zip(*rows)
+    tsv = _people_tsv(tmp_path / "people.tsv", [f"{i}\t{text}\t{gold}" for i, text, gold in rows])
     result = runner.invoke(app, ["count-people", str(saved_model), str(tsv), "--alpha", "0.5"])
     assert result.exit_code == 0, result.output
     summary = srsly.json_loads(result.output.strip().splitlines()[-1])
     # the reference: the paper's count (tokens x cells with o >= alpha) on the
     # memory logs of the same pipeline, computed here with numpy
-    nlp = spacy.load(saved_model)
-    texts, golds = ["Anna met Maria before she left .", "Peter told John that his car was ready .", "It rained ."], [2, 2, 0]
-    overwrites = [numpy.asarray(doc._.memory_log["overwrite"]) for doc in nlp.pipe(texts)]
+    overwrites = [numpy.asarray(doc._.memory_log["overwrite"]) for doc in spacy.load(saved_model).pipe(texts)]
     counts = [int((o >= 0.5).sum()) for o in overwrites]
     assert summary == {"alpha": 0.5, "docs": 3, "errors": sum(c != g for c, g in zip(counts, golds)),
                        "mae": pytest.approx(sum(abs(c - g) for c, g in zip(counts, golds)) / 3)}
-    for ex_id, gold, count in zip(["p1", "p2", "p3"], golds, counts):
+    for ex_id, gold, count in zip(ids, golds, counts):
         assert f"{ex_id:<20} {gold:5d} {count:5d} {count - gold:+5d}" in result.output
     out = tmp_path / "with_alpha"
     chosen = runner.invoke(app, ["count-people", str(saved_model), str(tsv), "--dev", str(tsv), "--output", str(out)])
@@ -470,10 +467,8 @@ def test_count_people_command(saved_model, tmp_path):
     alpha = srsly.json_loads(chosen.output.strip().splitlines()[-1])["alpha"]
     assert "chosen on 3 dev docs" in chosen.output
     # the chosen alpha: fewest wrong counts, then least absolute error, then the middle of the tied alphas
-    errors = [
-        (sum(int((o >= a).sum()) != g for o, g in zip(overwrites, golds)), sum(abs(int((o >= a).sum()) - g) for o, g in zip(overwrites, golds)))
-        for a in PROBABILITY_GRID
-    ]
+    counts_at = [[int((o >= a).sum()) for o in overwrites] for a in PROBABILITY_GRID]
+    errors = [(sum(c != g for c, g in zip(at, golds)), sum(abs(c - g) for c, g in zip(at, golds))) for at in counts_at]
     tied = [a for a, e in zip(PROBABILITY_GRID, errors) if e == min(errors)]
     assert alpha == tied[(len(tied) - 1) // 2]
     stored = runner.invoke(app, ["count-people", str(out), str(tsv)])
