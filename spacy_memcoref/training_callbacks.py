@@ -112,7 +112,9 @@ def _set_threads(threads: int) -> None:
 
 
 @registry.callbacks("spacy_memcoref.before_update.v1")
-def make_before_update(threads: int = 0, release_memory: bool = True) -> Callable[[Language, Dict[str, Any]], None]:
+def make_before_update(
+    threads: int = 0, release_memory: bool = True, numpy_dropout: bool = True
+) -> Callable[[Language, Dict[str, Any]], None]:
     """Set up the training process: (release_memory) glibc settings that
     keep RSS flat over the steps (`release_memory_settings`), applied when
     the training config is resolved, i.e. before the pipeline is initialized
@@ -121,9 +123,14 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
     (`TRIM_EVERY`), with a hint where 2 MB pages would make that faster
     (`huge_pages_hint`); and torch's CPU threads before the first update. Only
     `spacy train` resolves [training], so a loaded pipeline never runs it.
+    (numpy_dropout) On a CPU where torch's dropout draws its masks one
+    element at a time (any but Intel's), the pipeline's dropout modules
+    draw them with numpy before each update (models.cpu_dropout: the same
+    distribution, faster).
 
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     release_memory (bool): apply the glibc settings (no effect without glibc).
+    numpy_dropout (bool): draw dropout masks with numpy where torch's are slow.
     RETURNS (Callable): a before_update callback.
     """
     _check_threads("spacy_memcoref.before_update.v1", threads)
@@ -136,9 +143,43 @@ def make_before_update(threads: int = 0, release_memory: bool = True) -> Callabl
         msg.info(hint)
         _hinted = True
 
+    if not isinstance(numpy_dropout, bool):
+        raise ValueError(f"spacy_memcoref.before_update.v1: numpy_dropout must be true or false, got {numpy_dropout!r}")
+    swap_dropout = numpy_dropout and _torch_dropout_is_slow()
+
     def before_update(nlp: Language, info: Dict[str, Any]) -> None:
         _set_threads(threads)
+        if swap_dropout:
+            _use_numpy_dropout(nlp)
         if glibc is not None and info.get("step", 0) % TRIM_EVERY == 0:
             glibc.malloc_trim(0)
 
     return before_update
+
+
+def _torch_dropout_is_slow() -> bool:
+    from .models.cpu_dropout import torch_dropout_is_vectorized
+
+    return not torch_dropout_is_vectorized()
+
+
+def _use_numpy_dropout(nlp: Language) -> None:
+    """Every dropout module of the pipeline's torch models (the encoder and
+    the heads) draws its CPU masks with numpy; cheap after the first call
+    (the modules are walked, nothing is replaced twice), and it also
+    reaches a model swapped in since."""
+    from thinc.api import PyTorchShim
+
+    from .models.cpu_dropout import use_cpu_dropout
+
+    replaced = 0
+    for _, component in nlp.components:
+        model = getattr(component, "model", None)
+        if model is None or not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            for shim in node.shims:
+                if isinstance(shim, PyTorchShim):
+                    replaced += use_cpu_dropout(shim._model)
+    if replaced:
+        msg.info(f"dropout: {replaced} torch dropout modules draw their CPU masks with numpy (models/cpu_dropout.py)")

@@ -15,7 +15,8 @@ below; two layers of one rank may not import each other):
 3. models       Thinc builders and pure torch modules, a layer by part
                 (every module of models/ in a part; lowest first):
    3.0 models          the package and the torch helpers both the encoder
-                       and the heads use (averaged_params, torch_weights)
+                       and the heads use (averaged_params, torch_weights,
+                       cpu_dropout)
    3.1 models.encoder  the encoder: the embedded transformer, its frozen
                        and partly frozen forms, their cache, bfloat16, int8,
                        weights-only loading
@@ -51,6 +52,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "models": ("models", 3.0),  # spacy_memcoref/models/__init__.py
     "models.averaged_params": ("models", 3.0),
     "models.torch_weights": ("models", 3.0),
+    "models.cpu_dropout": ("models", 3.0),
     "models.encoder": ("models.encoder", 3.1),
     "models.thinc_glue": ("models.glue", 3.2),
     "models.s2e": ("models.s2e", 3.3),

@@ -1,5 +1,6 @@
 """The `[training.before_update]` callbacks: torch threads and glibc's
-memory release (configs use spacy_memcoref.before_update.v1)."""
+memory release (configs use spacy_memcoref.before_update.v1); its dropout
+swap: tests/test_cpu_dropout.py."""
 import sys
 
 import pytest
@@ -27,7 +28,9 @@ def test_before_update_sets_glibc_when_made_then_trims_before_every_update(monke
     monkeypatch.setattr(tc, "_glibc", lambda: fake)
     threads = torch.get_num_threads()
     try:
-        callback = registry.callbacks.get("spacy_memcoref.before_update.v1")(threads=1, release_memory=True)
+        callback = registry.callbacks.get("spacy_memcoref.before_update.v1")(
+            threads=1, release_memory=True, numpy_dropout=False
+        )
         # set when the config is resolved, before the pipeline is initialized:
         # two arenas, the mmap threshold fixed at 4 MB (what MALLOC_ARENA_MAX=2
         # MALLOC_MMAP_THRESHOLD_=4194304 set) and one trim; no trim threshold,
@@ -47,7 +50,7 @@ def test_before_update_sets_glibc_when_made_then_trims_before_every_update(monke
 def test_release_memory_off_touches_nothing(monkeypatch):
     fake = FakeGlibc()
     monkeypatch.setattr(tc, "_glibc", lambda: fake)
-    callback = tc.make_before_update(threads=0, release_memory=False)
+    callback = tc.make_before_update(threads=0, release_memory=False, numpy_dropout=False)
     callback(None, {"step": 0})
     callback(None, {"step": 50})
     assert fake.calls == []
@@ -56,7 +59,7 @@ def test_release_memory_off_touches_nothing(monkeypatch):
 def test_without_glibc_it_does_nothing_and_says_so(monkeypatch):
     monkeypatch.setattr(tc, "_glibc", lambda: None)
     assert tc.release_memory_settings() is False
-    callback = tc.make_before_update(threads=0)
+    callback = tc.make_before_update(threads=0, numpy_dropout=False)
     callback(None, {"step": 0})
     callback(None, {"step": 50})  # no error without a C library to call
 
