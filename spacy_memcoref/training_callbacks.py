@@ -126,7 +126,8 @@ def make_before_update(
     (numpy_dropout) On a CPU where torch's dropout draws its masks one
     element at a time (any but Intel's), the pipeline's dropout modules
     draw them with numpy before each update (models.cpu_dropout: the same
-    distribution, faster).
+    distribution, faster; Linux only, where /proc/cpuinfo names the
+    vendor).
 
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     release_memory (bool): apply the glibc settings (no effect without glibc).
@@ -179,7 +180,8 @@ def _use_numpy_dropout(nlp: Language) -> None:
             continue
         for node in model.walk():
             for shim in node.shims:
-                if isinstance(shim, PyTorchShim):
+                # an encoder's shim holds no model until it is initialized
+                if isinstance(shim, PyTorchShim) and shim._model is not None:
                     replaced += use_cpu_dropout(shim._model)
     if replaced:
         msg.info(f"dropout: {replaced} torch dropout modules draw their CPU masks with numpy (models/cpu_dropout.py)")

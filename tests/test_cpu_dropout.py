@@ -78,11 +78,33 @@ def test_inplace_changes_the_input_as_torch_does():
     assert 0 < _dropped_fraction(x) < 0.3
 
 
-@pytest.mark.parametrize("mode", ["eval", "p0"])
-def test_evaluation_and_p_zero_pass_the_input_through(mode):
-    x = torch.randn(100)
-    dropout = CpuDropout(0.0).train() if mode == "p0" else CpuDropout(P).eval()
-    assert torch.equal(dropout(x), x)
+def test_inplace_bfloat16_keeps_the_dtype_and_the_storage():
+    torch.manual_seed(0)
+    x = torch.ones(1000, dtype=torch.bfloat16)
+    out = CpuDropout(P, inplace=True).train()(x)
+    assert out.data_ptr() == x.data_ptr() and out.dtype == torch.bfloat16
+    assert 0 < _dropped_fraction(x) < 0.3
+
+
+@pytest.mark.parametrize("mode", ["eval", "p0", "p1", "meta"])
+def test_torchs_own_dropout_where_no_mask_is_drawn(monkeypatch, mode):
+    """Evaluation, p = 0, p = 1 (where 1/(1-p) has no value) and tensors off
+    the CPU go to nn.Dropout's own forward: no numpy mask is drawn."""
+    from spacy_memcoref.models import cpu_dropout
+
+    def no_mask(shape):
+        raise AssertionError("a numpy mask was drawn")
+
+    monkeypatch.setattr(cpu_dropout, "uniforms", no_mask)
+    x = torch.randn(100, device="meta" if mode == "meta" else "cpu")
+    dropout = {"eval": CpuDropout(P).eval(), "p0": CpuDropout(0.0).train(), "p1": CpuDropout(1.0).train(), "meta": CpuDropout(P).train()}[mode]
+    out = dropout(x)
+    if mode == "meta":
+        assert out.device.type == "meta" and out.shape == x.shape
+    elif mode == "p1":
+        assert torch.equal(out, torch.zeros(100))
+    else:
+        assert torch.equal(out, x)
 
 
 def test_use_cpu_dropout_swaps_every_dropout_and_keeps_the_state_dict():
@@ -153,6 +175,32 @@ def test_the_callback_swaps_the_pipelines_dropout_where_torchs_is_slow(monkeypat
     loaded = spacy.load(tmp_path / "m")
     assert set(_dropout_types(loaded)) == {nn.Dropout}
     assert_same_links(nlp, loaded, [text for text, _ in TRAIN])
+
+
+def test_the_callback_reaches_the_transformers_dropout_and_says_so_once(monkeypatch, capsys, tiny_mpnet):
+    """An s2e over a (tiny) MPNet with its top layers fine-tuned, as the base
+    preset: every dropout of the encoder (attention, hidden states) and of
+    the head is swapped at the first update, with one line saying so."""
+    monkeypatch.setattr(tc, "_torch_dropout_is_slow", lambda: True)
+    callback = tc.make_before_update(threads=0, release_memory=False, numpy_dropout=True)
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    encoder = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet), "trainable_layers": 2}
+    nlp.add_pipe("memcoref", config=s2e_config(dropout=0.3, tok2vec=encoder))
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    n_dropouts = len(_dropout_types(nlp))
+    optimizer = Adam(0.003)
+    capsys.readouterr()
+    for step in range(2):
+        callback(nlp, {"step": step, "epoch": 0})
+        nlp.update(examples, sgd=optimizer)
+    # MPNet: 3 a layer (attention probabilities, attention output, feed-forward) and the embeddings'; the head: 4
+    assert n_dropouts == 3 * 4 + 1 + 4
+    assert _dropout_types(nlp) == [CpuDropout] * n_dropouts
+    out = capsys.readouterr().out
+    assert out.count("torch dropout modules draw their CPU masks with numpy") == 1, out
+    assert f"{n_dropouts} torch dropout modules" in out
 
 
 @pytest.mark.parametrize("numpy_dropout,slow", [(False, True), (True, False)])

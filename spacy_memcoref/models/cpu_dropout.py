@@ -8,8 +8,9 @@ one thread drawing from a Mersenne Twister an element at a time
 move to using the default version"). Training s2e-base draws a mask for the
 attention probabilities of each fine-tuned layer (windows x 12 heads x ~330
 x ~330 word pieces, ~14M elements) and for its hidden states: on an AMD EPYC
-that is about a tenth of an update (benchmarks/cpu_dropout.py). numpy's
-PCG64 fills the same uniforms about three times faster.
+`bernoulli_` took a tenth of an update's CPU time in a profile. With
+numpy's PCG64 a mask costs half as much, forward and backward
+(benchmarks/cpu_dropout.py).
 
 `CpuDropout` is `nn.Dropout` with that mask: the same distribution (each
 element dropped with probability p, independently; the rest scaled by
@@ -19,7 +20,7 @@ still makes a run repeat itself. On another device, in evaluation, or with
 p = 0 it is torch's own dropout. It holds no state: a module holding it
 saves and loads as with `nn.Dropout`.
 
-Only the training callback imports this module (`use_cpu_dropout`).
+The training callback installs it (training_callbacks, `numpy_dropout`).
 """
 from pathlib import Path
 
@@ -61,11 +62,13 @@ class CpuDropout(nn.Dropout):
         if x.dtype == torch.float32:
             # the uniforms become the scaled keep mask in place (0 or
             # 1/(1-p)), so forward and backward are one multiplication
-            # each; autograd keeps it (4 bytes an element, torch's dropout
-            # 1: ~40 MB more for an attention dropout of s2e-base's batch)
+            # each; autograd keeps it, as torch's CPU dropout keeps its
+            # noise tensor (the same size)
             keep = uniforms(x.shape).ge_(self.p).mul_(scale)
             return x.mul_(keep) if self.inplace else x * keep
-        # bfloat16 and others: the scale applied in float32, as torch does
+        # bfloat16 and others: a bool mask, and the scale applied to each
+        # element in float32 (torch's CPU dropout rounds it to the dtype
+        # first: results may differ in the last place)
         drop = uniforms(x.shape) < self.p
         if self.inplace:
             return x.masked_fill_(drop, 0.0).mul_(scale)
