@@ -15,6 +15,10 @@ Two tables from one process, on this CPU:
     python benchmarks/cpu_dropout.py --encoder ENCODER_DIR \\
         --train corpus/ontogum/train_gum.spacy --blocks 2 --steps 15
 
+--profile N adds, after the blocks, torch.profiler's top operations (self
+CPU time) over N updates with each kind of mask: where an update's time
+goes, `aten::bernoulli_` among it.
+
 torch takes MKL's vectorized generator for its masks on Intel CPUs only,
 so this measures a difference on other CPUs (AMD EPYC) and about none on
 Intel's, where the training callback leaves torch's dropout in place.
@@ -141,7 +145,18 @@ def update_table(args) -> str:
             print(f"block {block + 1}, {kind}: {seconds[kind][-1]:.3f} s an update", flush=True)
     torch_s, numpy_s = statistics.median(seconds["torch"]), statistics.median(seconds["numpy"])
     rows = [[args.config, n_swapped, f"{torch_s:.3f}", f"{numpy_s:.3f}", f"{torch_s / numpy_s:.3f}x"]]
-    return C.table(["config", "dropout modules", "torch s/update", "numpy s/update", "torch / numpy"], rows)
+    table = C.table(["config", "dropout modules", "torch s/update", "numpy s/update", "torch / numpy"], rows)
+    if args.profile:
+        import torch
+
+        for kind in ("torch", "numpy"):
+            _swap_all(kind == "numpy")
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                for batch in chosen[: args.profile]:
+                    nlp.update(batch, sgd=optimizer)
+            table += f"\n\n{kind}'s masks, {args.profile} updates, top operations by self CPU time:\n"
+            table += prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
+    return table
 
 
 def main() -> None:
@@ -153,6 +168,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15, help="updates a block (the same batches in every block)")
     parser.add_argument("--warm", type=int, help="updates before the blocks (default: one epoch; a few for a config without a frozen cache)")
     parser.add_argument("--repeats", type=int, default=5, help="repeats of each mask timing")
+    parser.add_argument("--profile", type=int, default=0, help="profile this many updates of each kind after the blocks (0: none)")
     parser.add_argument("--masks-only", action="store_true", help="the mask table alone (no training)")
     args = parser.parse_args()
     C.quiet()

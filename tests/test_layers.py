@@ -14,9 +14,9 @@ below; two layers of one rank may not import each other):
                 writing of it on a Doc: numpy, no torch
 3. models       Thinc builders and pure torch modules, a layer by part
                 (every module of models/ in a part; lowest first):
-   3.0 models          the package and the torch helpers both the encoder
-                       and the heads use (averaged_params, torch_weights,
-                       cpu_dropout)
+   3.0 models          the package, the torch helpers both the encoder
+                       and the heads use (averaged_params, torch_weights)
+                       and the training's dropout masks (cpu_dropout)
    3.1 models.encoder  the encoder: the embedded transformer, its frozen
                        and partly frozen forms, their cache, bfloat16, int8,
                        weights-only loading
