@@ -101,7 +101,9 @@ def update_table(args) -> str:
 
     from spacy.schemas import ConfigSchemaTraining
     from spacy.util import load_config, load_model_from_config, registry, resolve_dot_names
-    from thinc.api import PyTorchShim, fix_random_seed
+    from thinc.api import fix_random_seed
+
+    from spacy_memcoref.pretrained import torch_modules
 
     overrides = {"paths.train": args.train, "paths.dev": args.train}
     if args.encoder:
@@ -116,13 +118,7 @@ def update_table(args) -> str:
     nlp.initialize(lambda: train_corpus(nlp), sgd=optimizer)
     examples = list(train_corpus(nlp))
     batches = list(training["batcher"](examples))
-    modules = [
-        shim._model
-        for _, component in nlp.components
-        for node in component.model.walk()
-        for shim in node.shims
-        if isinstance(shim, PyTorchShim)
-    ]
+    modules = [module for _, _, module in torch_modules(nlp)]
     _swap_all = lambda to_numpy: sum(_swap(m, to_numpy) for m in modules)  # noqa: E731
     _swap_all(False)
     warm = len(batches) if args.warm is None else args.warm

@@ -7,11 +7,12 @@ import math
 import pytest
 import spacy
 import torch
-from thinc.api import Adam, PyTorchShim, fix_random_seed
+from thinc.api import Adam, fix_random_seed
 from torch import nn
 
 from spacy_memcoref import training_callbacks as tc
 from spacy_memcoref.models.cpu_dropout import CpuDropout, torch_dropout_is_vectorized, use_cpu_dropout
+from spacy_memcoref.pretrained import torch_modules
 
 from conftest import TRAIN, assert_same_links, make_examples, s2e_config
 
@@ -137,15 +138,7 @@ def test_torch_dropout_is_vectorized_on_intel_with_mkl_only(tmp_path, cpuinfo, v
 
 
 def _dropout_types(nlp):
-    return [
-        type(module)
-        for _, component in nlp.components
-        for node in component.model.walk()
-        for shim in node.shims
-        if isinstance(shim, PyTorchShim)
-        for module in shim._model.modules()
-        if isinstance(module, nn.Dropout)
-    ]
+    return [type(m) for _, _, module in torch_modules(nlp) for m in module.modules() if isinstance(m, nn.Dropout)]
 
 
 def _train(numpy_dropout, slow, monkeypatch, steps=60):
