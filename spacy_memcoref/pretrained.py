@@ -28,6 +28,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
 
+from .models.s2e.s2e_model import TRAINING_ONLY_MODULE_SETTINGS
+
 PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
 FORMAT = "spacy_memcoref.pretrained.v1"
 CONFIG_FILE = "config.cfg"
@@ -269,6 +271,12 @@ def build(
         # (a spacy.load-ed pipeline gets SDPA too: the saved HF config omits it)
         if hf_config.get("attn_implementation") == "eager":
             hf_config["attn_implementation"] = "sdpa"
+        # training-only modules (s2e's auxiliary scorers) are not built, so
+        # their weights are not stored: prediction never runs them
+        model = config["components"][pipe_name]["model"]
+        if model.get("@architectures") == "spacy_memcoref.S2E.v1":
+            for setting in TRAINING_ONLY_MODULE_SETTINGS:
+                model[setting] = 0.0
     base_nlp = from_config(config)
     base_state = {(p, n): m.state_dict() for p, n, m in torch_modules(base_nlp)}
     tensors: Dict[str, Any] = {}
@@ -277,11 +285,13 @@ def build(
         base = base_state[(pipe_name, node_name)]
         kept = 0
         for key, value in module.state_dict().items():
+            if key not in base:  # a training-only module the shipped config does not build
+                continue
             if is_encoder(node_name) and not _changed(value, base[key]):
                 continue
             tensors[f"{pipe_name}/{node_name}/{key}"] = _cast(value, dtype)
             kept += value.numel()
-        counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in module.state_dict().values())}
+        counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in base.values())}
     output_dir.mkdir(parents=True, exist_ok=True)
     config.to_disk(output_dir / CONFIG_FILE)
     save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype})

@@ -22,6 +22,13 @@ def _check(condition: bool, message: str) -> None:
         raise ValueError(f"spacy_memcoref.S2E.v1: {message}")
 
 
+# The builder's settings that build training-only modules (auxiliary scorers
+# and classifiers that prediction never runs; 0 builds none): a shipped model
+# sets them to 0, so it stores and loads no weights for those modules
+# (pretrained.build).
+TRAINING_ONLY_MODULE_SETTINGS = ("entity_type_loss_weight", "infstat_loss_weight", "all_mentions_loss_weight")
+
+
 @registry.architectures("spacy_memcoref.S2E.v1")
 def build_s2e(
     tok2vec: Model[List[Doc], List[Floats2d]],
