@@ -3,11 +3,14 @@ changed relative to the embedded encoder.
 
 A shipped model is a folder under `pretrained_models/`:
 
-- `config.cfg`: the trained pipeline's own config (its encoder is the
-  embedded all-MiniLM-L6-v2, `name = null`);
+- `config.cfg`: the trained pipeline's config for prediction (its encoder
+  is the embedded all-MiniLM-L6-v2, `name = null`; modules that only
+  training runs, such as s2e's all-mentions scorer, set to 0 and so not
+  built: `meta.json`'s recipe, not this file, says how it was trained);
 - `weights.safetensors`: the tensors training changed (the fine-tuned top
-  layers of the encoder; the whole coreference head), in bfloat16 (or the
-  dtype the build chose), keyed `{component}/{node}/{parameter}`;
+  layers of the encoder; the coreference head, but for its training-only
+  modules), in bfloat16 (or the dtype the build chose), keyed
+  `{component}/{node}/{parameter}`;
 - `meta.json`: what it was trained on, the licences, the recipe, the scores
   of the shipped form, the date, the SHA-256 of each file and of the base
   encoder's weights.
@@ -28,7 +31,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
 
-from .models.s2e.s2e_model import TRAINING_ONLY_MODULE_SETTINGS
+from .models.s2e.s2e_model import TRAINING_ONLY_MODULES
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
 FORMAT = "spacy_memcoref.pretrained.v1"
@@ -227,7 +230,10 @@ def build(
     meta: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Write a shipped-model folder from a trained pipeline folder: the
-    encoder's tensors that training changed and all of the head's, in `dtype`.
+    encoder's tensors that training changed and the head's, in `dtype`,
+    without the head's training-only modules (s2e's auxiliary scorers; the
+    stored config sets their weights to 0, so it builds none of them, and
+    meta.json's parameter counts are those of the model it builds).
 
     pipeline_dir: a trained pipeline (e.g. training/s2e_ontogum/model-tuned)
         whose encoder is the embedded all-MiniLM-L6-v2 (`name = null`).
@@ -275,7 +281,7 @@ def build(
         # their weights are not stored: prediction never runs them
         model = config["components"][pipe_name]["model"]
         if model.get("@architectures") == "spacy_memcoref.S2E.v1":
-            for setting in TRAINING_ONLY_MODULE_SETTINGS:
+            for setting in TRAINING_ONLY_MODULES:
                 model[setting] = 0.0
     base_nlp = from_config(config)
     base_state = {(p, n): m.state_dict() for p, n, m in torch_modules(base_nlp)}
@@ -285,8 +291,13 @@ def build(
         base = base_state[(pipe_name, node_name)]
         kept = 0
         for key, value in module.state_dict().items():
-            if key not in base:  # a training-only module the shipped config does not build
-                continue
+            if key not in base:
+                if not is_encoder(node_name) and key.split(".")[0] in TRAINING_ONLY_MODULES.values():
+                    continue  # a training-only module, which the shipped config does not build
+                raise ValueError(
+                    f"{pipeline_dir}: {pipe_name}/{node_name}/{key} is in the trained pipeline but not in the "
+                    "model its config builds"
+                )
             if is_encoder(node_name) and not _changed(value, base[key]):
                 continue
             tensors[f"{pipe_name}/{node_name}/{key}"] = _cast(value, dtype)

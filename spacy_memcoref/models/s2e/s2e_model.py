@@ -23,10 +23,14 @@ def _check(condition: bool, message: str) -> None:
 
 
 # The builder's settings that build training-only modules (auxiliary scorers
-# and classifiers that prediction never runs; 0 builds none): a shipped model
-# sets them to 0, so it stores and loads no weights for those modules
-# (pretrained.build).
-TRAINING_ONLY_MODULE_SETTINGS = ("entity_type_loss_weight", "infstat_loss_weight", "all_mentions_loss_weight")
+# and classifiers that prediction never runs; 0 builds none), each with the
+# head's attribute that holds the module: a shipped model sets them to 0, so
+# it stores and loads no weights for those modules (pretrained.build).
+TRAINING_ONLY_MODULES = {
+    "entity_type_loss_weight": "entity_type_scorer",
+    "infstat_loss_weight": "infstat_scorer",
+    "all_mentions_loss_weight": "all_mentions_scorer",
+}
 
 
 @registry.architectures("spacy_memcoref.S2E.v1")
