@@ -79,6 +79,18 @@ def test_build_stores_only_what_changed_and_loads_back_exactly(trained_like, tmp
     assert [sorted(c) for c in clusters(nlp(text))] == [sorted(c) for c in clusters(loaded(text))]
 
 
+def test_build_refuses_a_trained_tensor_the_stored_model_would_not_have(trained_like, tmp_path, monkeypatch):
+    """Only the head's training-only modules may be left out; any other
+    tensor missing from the model the stored config builds is an error,
+    not a silent drop."""
+    _, path = trained_like
+    # the scorer's setting still goes to 0, but its module is no longer named training-only
+    monkeypatch.setattr(pretrained, "TRAINING_ONLY_MODULES", {"all_mentions_loss_weight": "not_the_scorer"})
+    with pytest.raises(ValueError, match=r"memcoref/s2e_head/all_mentions_scorer\.\S+ is in the trained pipeline but not"):
+        pretrained.build(path, tmp_path / "shipped", name="test-model")
+    assert not (tmp_path / "shipped" / pretrained.WEIGHTS_FILE).exists()
+
+
 def test_bfloat16_storage_rounds_each_stored_tensor_once(trained_like, tmp_path):
     import torch
     from safetensors.torch import load_file
