@@ -358,7 +358,7 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
     """Lines that say what a shipped model is (for `info`)."""
     size = sum(f["bytes"] for f in meta["files"].values())
     yield f"{meta['name']}  ({meta.get('description', '')})"
-    yield f"  pipeline: {', '.join(meta['pipeline'])}; stored: {size / 2**20:.1f} MB ({meta['dtype']}); built {meta['date']}"
+    yield f"  pipeline: {', '.join(meta['pipeline'])}; stored: {size / 2**20:.1f} MiB ({meta['dtype']}); built {meta['date']}"
     for source in meta.get("sources", []):
         yield f"  trained on: {source.get('name')} ({source.get('license')})"
     yield f"  encoder: {meta['base_encoder']['name']} ({meta['base_encoder']['license']}), package {meta['base_encoder']['package']}"
