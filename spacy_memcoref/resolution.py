@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # pronoun forms, lower-cased; person 1/2 matter inside quotations
 SUBJECT_OBJECT = {
-    "he": 3, "him": 3, "she": 3, "it": 3, "they": 3, "them": 3,
+    "he": 3, "him": 3, "she": 3, "it": 3, "they": 3, "them": 3, "em": 3, "'em": 3,
     "i": 1, "me": 1, "we": 1, "us": 1, "you": 2, "thee": 2, "thou": 2, "ye": 2,
 }  # fmt: skip
 POSSESSIVE_DETERMINERS = {"his": 3, "its": 3, "their": 3, "my": 1, "our": 1, "your": 2, "thy": 2}
@@ -131,6 +131,11 @@ PARTICIPLES = PARTICIPLE_OR_BASE | {
     "dreamt", "spelt", "leapt", "knelt", "crept", "clung", "flung", "swung", "stung", "shone", "forgot",
 }  # fmt: skip
 # plural nouns that do not end in "s", and endings of singular words that do
+# the parts of speech (and, from a Doc with tags only, the tags) of a word
+# that can name a cluster on its own: a one-word mention of another kind is
+# an event or a property ("Senators swore ... It is the oath"), never a name
+NOMINAL_POS = {"NOUN", "PROPN", "NUM", "X", "SYM"}
+NOMINAL_TAGS = ("NN", "CD", "FW", "SYM")
 PLURAL_WORDS = {"people", "children", "men", "women", "police", "staff", "data", "cattle", "feet", "teeth", "mice", "geese"}
 SINGULAR_ENDINGS = ("ss", "us", "is", "ics", "ous")
 # words that end a noun phrase's head part ("the members | of the club")
@@ -274,10 +279,31 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
     return Resolved(doc.text, edits)
 
 
+def _word(token: "Token") -> str:
+    """A token as the word lists hold it: lower-cased, apostrophes straight."""
+    return _apostrophes(token.lower_)
+
+
 def _is_pronoun_token(token: "Token", tagged: bool) -> bool:
-    if token.lower_ in PRONOUNS:
+    if _word(token) in PRONOUNS and _written_as_pronoun(token, tagged):
         return True
     return tagged and token.pos_ == "PRON"
+
+
+def _written_as_pronoun(token: "Token", tagged: bool) -> bool:
+    """False for a pronoun's letters in capitals that stand for something
+    else ("US", "IT"): with a tagger unless it tags the word a pronoun;
+    without one, unless a word beside it is in capitals too (shouted text)."""
+    text = token.text
+    if len(text) < 2 or not text.isupper():
+        return True
+    if tagged and token.pos_:
+        return token.pos_ == "PRON"
+    if tagged and token.tag_:
+        return token.tag_.startswith(("PRP", "WP"))
+    doc = token.doc
+    beside = (doc[j] for j in (token.i - 1, token.i + 1) if 0 <= j < len(doc))
+    return any(word.is_alpha and len(word.text) > 1 and word.is_upper for word in beside)
 
 
 def _is_proper(span: "Span", tagged: bool) -> bool:
@@ -318,14 +344,31 @@ def _representative(mentions: Sequence["Span"], tagged: bool) -> Optional["Span"
 
 
 def _can_represent(mention: "Span", tagged: bool) -> bool:
-    """Not a lone pronoun, clitic or possessive marker ("'s" in "Let's"), and
-    a name that holds a word character."""
+    """Not a lone pronoun, clitic or possessive marker ("'s" in "Let's"),
+    not a lone word of another kind than a noun (_names_alone), and a name
+    that holds a word character."""
     if len(mention) == 1:
         token = mention[0]
-        if _is_pronoun_token(token, tagged) or _apostrophes(token.lower_) in NOT_NAMES:
+        if _is_pronoun_token(token, tagged) or _word(token) in NOT_NAMES:
             return False
-        return WORD_CHARACTER.search(token.text) is not None
+        return WORD_CHARACTER.search(token.text) is not None and _names_alone(token, tagged)
     return WORD_CHARACTER.search(_name(mention, tagged)) is not None
+
+
+def _names_alone(token: "Token", tagged: bool) -> bool:
+    """Whether a one-word mention can name its cluster: with a tagger, a
+    noun, proper noun or number; without one, a word with a capital letter
+    ("Alice", "MSG"), a number, or a lower-case plural ("researchers",
+    "people"): a lower-case word that is not plural may be a verb (an event
+    mention: "swear", "left") or a mass noun, and is not taken."""
+    if tagged and token.pos_:
+        return token.pos_ in NOMINAL_POS
+    if tagged and token.tag_:
+        return token.tag_.startswith(NOMINAL_TAGS)
+    if not token.is_lower or token.like_num:
+        return True
+    lower = token.lower_
+    return lower in PLURAL_WORDS or (lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS))
 
 
 def _pronoun_form(mention: "Span", tagged: bool, quoted: Sequence[bool]) -> Optional[str]:
@@ -333,7 +376,9 @@ def _pronoun_form(mention: "Span", tagged: bool, quoted: Sequence[bool]) -> Opti
     if len(mention) != 1:
         return None
     token = mention[0]
-    word = token.lower_
+    word = _word(token)
+    if not _written_as_pronoun(token, tagged):
+        return None  # "US", "IT"
     person = SUBJECT_OBJECT.get(word) or POSSESSIVE_DETERMINERS.get(word) or STANDALONE_POSSESSIVES.get(word)
     if word == "her":
         person = 3

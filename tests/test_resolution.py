@@ -124,6 +124,50 @@ def test_representative_is_the_first_nominal_when_no_name():
     assert resolve(doc).text == "The old man said the old man was tired. The old man slept and the old man snored."
 
 
+def test_a_lone_verb_or_adjective_does_not_name_a_cluster():
+    # OntoGUM marks events: {"swore", "It"} in GUM_speech_impeachment, {"left", "It"} in GUM_conversation_grounded
+    doc = by_words("Senators swore on January 16 . It is the oath .", [("swore", 0), ("It", 0)])
+    assert resolve(doc).text == doc.text
+    doc = by_words("She left . It was an accident .", [("left", 0), ("It", 0)])
+    assert resolve(doc).text == doc.text
+    # a later nominal mention names the cluster instead
+    doc = by_words("Senators swore . It is the oath , and the oath binds them .", [("swore", 0), ("It", 0), (("the", 1), 2)])
+    assert resolve(doc).text == "Senators swore . The oath is the oath , and the oath binds them ."
+    # with a tagger, its part of speech decides: a noun names, a verb does not
+    words = ["mom", "called", ".", "She", "cut", "it", "."]
+    tagged = make_doc(None, [[(0, 1), (3, 4)], [(4, 5), (5, 6)]], words=words, pos=["NOUN", "VERB", "PUNCT", "PRON", "VERB", "PRON", "PUNCT"])
+    assert resolve(tagged).text == "mom called . Mom cut it ."
+    # without one, a lower-case word names only when plural (a bare singular may be a verb: "cut")
+    untagged = make_doc(None, [[(0, 1), (3, 4)], [(4, 5), (5, 6)]], words=words)
+    assert resolve(untagged).text == untagged.text
+    doc = by_words("researchers agree that they know .", [("researchers", 0), ("they", 0)])
+    assert resolve(doc).text == "researchers agree that researchers know ."
+    assert representative_of([untagged[4:5]], False) is None and representative_of([tagged[4:5]], True) is None
+
+
+def test_em_is_them():
+    doc = by_words("The kids came . Let 'em in .", [(("The", 0), 2), ("'em", 0)])
+    assert resolve(doc).text == "The kids came . Let the kids in ."
+    doc = make_doc(None, [[(0, 2), (5, 6)]], words=["The", "kids", "came", ".", "Tell", "em", "."])
+    assert resolve(doc).text == "The kids came . Tell the kids ."
+
+
+def test_pronoun_letters_in_capitals_name_something_else():
+    # "US" (GUM_reddit_macroeconomics) and "IT" are names, not "us" and "it"
+    doc = by_words("America grew . US exports rose .", [("America", 0), ("US", 0)])
+    assert resolve(doc).text == doc.text
+    doc = by_words("US exports rose and it grew .", [("US", 0), ("it", 0)])
+    assert resolve(doc).text == "US exports rose and US grew ."
+    # in shouted text they are pronouns
+    doc = by_words("The kids shouted : HELP US NOW !", [(("The", 0), 2), ("US", 0)])
+    assert resolve(doc).text == "The kids shouted : HELP the kids NOW !"
+    # with a tagger, its part of speech decides
+    words = ["America", "grew", ".", "US", "exports", "rose", "."]
+    for pos, expected in (("PROPN", "America grew . US exports rose ."), ("PRON", "America grew . America exports rose .")):
+        doc = make_doc(None, [[(0, 1), (3, 4)]], words=words, pos=["PROPN", "VERB", "PUNCT", pos, "NOUN", "VERB", "PUNCT"])
+        assert resolve(doc).text == expected
+
+
 def test_cluster_of_pronouns_only_is_left_alone():
     doc = by_words("She said she was late.", [("She", 0), ("she", 0)])
     assert resolve(doc).text == "She said she was late."
@@ -504,7 +548,7 @@ def test_entity_records():
         (4, 5, 21, 26, "Obama"),
         (6, 7, 32, 34, "he"),
     ]
-    assert records[1].name == "tired"
+    assert records[1].name is None  # a lone adjective names nothing (rule 1)
     assert records[2].name is None  # pronouns only: no representative
     assert first.to_dict()["mentions"][0] == {"start": 0, "end": 2, "start_char": 0, "end_char": 13, "text": "The president"}
 
