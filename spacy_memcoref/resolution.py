@@ -34,9 +34,11 @@ set by hand. spaCy only (no torch). The rules, in order:
    alone: the text never reads "Alice'm". ("n't" never follows a pronoun.)
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
-7. Case follows position: a replacement that starts a sentence is
-   capitalized; a representative that began with a capitalized common word
-   ("The president") is lower-cased mid-sentence.
+7. Case follows position: a replacement that starts a sentence, or that
+   replaces a capitalized pronoun (other than "I"), is capitalized; a
+   representative that began with a capitalized common word ("The
+   president") is lower-cased mid-sentence, but not a word of a named
+   entity ("Dutch cough drops", when the Doc has entities).
 8. Nothing is replaced twice: an edit overlapping one already made (a token
    in two clusters, a mention inside another replaced one) is skipped.
 9. First- and second-person pronouns inside quotation marks are kept (they
@@ -264,7 +266,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
                     continue  # an ambiguous clitic: the pronoun is left alone
                 text = f"{text} {verb}"
                 end = clitic.idx + len(clitic.text)
-            text = _case(text, representative, tagged, start_of_sentence=token.i in sentence_starts)
+            text = _case(text, representative, tagged, capitalized=token.i in sentence_starts or _capitalized_pronoun(token))
             candidates.append((token.idx, end, len(candidates), text))
     edits: List[Edit] = []
     shift = 0
@@ -572,13 +574,24 @@ def _head_part(span: "Span") -> "Span":
     return span
 
 
-def _case(text: str, representative: "Span", tagged: bool, *, start_of_sentence: bool) -> str:
+def _capitalized_pronoun(token: "Token") -> bool:
+    """A pronoun written with a capital where no sentence boundary was found
+    (after an opening quote, a dash, in a title): its replacement keeps the
+    capital. "I" is always written so and says nothing."""
+    return token.is_title and token.lower_ != "i"
+
+
+def _case(text: str, representative: "Span", tagged: bool, *, capitalized: bool) -> str:
     if not text:
         return text
-    if start_of_sentence:
+    if capitalized:
         return text[0].upper() + text[1:]
     first = representative[0]
-    common = first.pos_ != "PROPN" if tagged and first.pos_ else (first.lower_ in FUNCTION_WORDS or first.lower_ in PRONOUNS)
+    if tagged and first.pos_:
+        # a named entity's adjective keeps its capital ("Dutch cough drops")
+        common = first.pos_ != "PROPN" and not first.ent_type_
+    else:
+        common = first.lower_ in FUNCTION_WORDS or first.lower_ in PRONOUNS
     if first.is_title and common:
         return text[0].lower() + text[1:]
     return text

@@ -192,6 +192,30 @@ def test_case_follows_position():
     assert resolve(doc).text == "Reporters met the president. The president smiled."
 
 
+def test_a_capitalized_pronoun_keeps_its_capital_where_no_sentence_starts():
+    # GUM_bio_byron: `he wrote , " He has been`; GUM_vlog_portland: `shirt – It 's a pretty`
+    doc = by_words('the younger John Edleston wrote , " He was kind . "', [(("the", 0), 4), ("He", 0)])
+    doc.spans["coref_clusters_1"] = [doc[0:4], doc[7:8]]
+    assert [t.text for t in doc[6:8]] == ['"', "He"]
+    assert resolve(doc).text == 'the younger John Edleston wrote , " The younger John Edleston was kind . "'
+    doc = by_words("I wore my bird shirt – It is a pretty one .", [(("my", 0), 3), ("It", 0)])
+    assert resolve(doc).text == "I wore my bird shirt – My bird shirt is a pretty one ."
+    # "I" is always capitalized: it says nothing about a sentence start
+    doc = by_words("the narrator spoke . Later I left .", [(("the", 0), 2), ("I", 0)])
+    assert resolve(doc).text == "the narrator spoke . Later the narrator left ."
+
+
+def test_a_named_entity_keeps_its_capital_mid_sentence():
+    words = ["Dutch", "cough", "drops", "work", ".", "Mom", "likes", "them", "."]
+    pos = ["ADJ", "NOUN", "NOUN", "VERB", "PUNCT", "NOUN", "VERB", "PRON", "PUNCT"]
+    doc = make_doc(None, [[(0, 3), (7, 8)]], words=words, pos=pos)
+    doc.ents = [doc.char_span(0, 5, label="NORP")]
+    assert resolve(doc).text == "Dutch cough drops work . Mom likes Dutch cough drops ."
+    words = ["The", "drops", "work", ".", "Mom", "likes", "them", "."]
+    doc = make_doc(None, [[(0, 2), (6, 7)]], words=words, pos=["DET", "NOUN", "VERB", "PUNCT", "NOUN", "VERB", "PRON", "PUNCT"])
+    assert resolve(doc).text == "The drops work . Mom likes the drops ."
+
+
 def test_sentence_starts_from_the_parser_or_the_punctuation():
     words = ["They", "met", "the", "mayor", "She", "smiled"]
     doc = make_doc(None, [[(2, 4), (4, 5)]], words=words, sent_starts=[True, False, False, False, True, False])
