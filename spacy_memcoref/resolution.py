@@ -7,7 +7,9 @@ set by hand. spaCy only (no torch). The rules, in order:
 
 1. A cluster's representative is its first proper-noun mention, else its
    first non-pronoun mention; only a mention whose name (rule 2) holds a
-   word character can be one (not whitespace or punctuation only); a
+   word character can be one (not whitespace or punctuation only), and a
+   one-word mention only when that word can name something alone
+   (`_names_alone`: a noun, not an event's verb such as "swore"); a
    cluster without such a mention is left alone.
 2. A cluster's name is its representative's text, whitespace runs made one
    space, WITHOUT a final possessive marker: "Mary's", "Mary 's" (OntoGUM's
@@ -32,6 +34,11 @@ set by hand. spaCy only (no torch). The rules, in order:
    participle and "would" before a base verb. When the clitic is ambiguous,
    or follows an object or possessive form ("her's"), the pronoun is left
    alone: the text never reads "Alice'm". ("n't" never follows a pronoun.)
+   A subject "I", "you" or "they" replaced by a singular name also has its
+   verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
+   is", "you don't" -> "Bob doesn't"), and with a tagger any verb tagged VBP
+   ("I say" -> "Alice says"); not after an auxiliary ("do you have"), in a
+   coordinated subject ("Bob and I are"), or for "they" without a tagger.
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
 7. Case follows position: a replacement that starts a sentence, or that
@@ -46,6 +53,8 @@ set by hand. spaCy only (no torch). The rules, in order:
 
 Proper nouns: with a tagger, a mention holding a PROPN token; without one, a
 mention holding a title-case word that is not a pronoun or a function word.
+Pronouns written in capitals ("US", "IT") are names unless a tagger tags
+them PRON or the words beside them are in capitals too.
 Sentence starts: the Doc's sentence boundaries when it has them, else the
 first token and the tokens after ". ! ?" (and an opening quote or a
 whitespace token such as "\\n\\n" after them).
@@ -133,6 +142,30 @@ PARTICIPLES = PARTICIPLE_OR_BASE | {
     "dreamt", "spelt", "leapt", "knelt", "crept", "clung", "flung", "swung", "stung", "shone", "forgot",
 }  # fmt: skip
 # plural nouns that do not end in "s", and endings of singular words that do
+# the subject pronouns whose verb takes a plural form ("I do", "you are",
+# "they have") that a singular name replacing them does not ("Kendra does");
+# "we" stays plural and he/she/it singular (rule 5), so theirs never change
+AGREEMENT_SUBJECTS = {"i", "you", "they"}
+# forms of be, have and do after such a pronoun, and after a singular name;
+# also as one token with "n't" (a Doc made from words)
+SINGULAR_FORMS = {
+    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does",
+    "aren't": "isn't", "weren't": "wasn't", "haven't": "hasn't", "don't": "doesn't",
+}  # fmt: skip
+# auxiliaries before a subject pronoun, which make the verb after it
+# something else than its own finite verb ("what do you have")
+AUXILIARIES = {
+    "do", "does", "did", "am", "are", "is", "was", "were", "have", "has", "had",
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must",
+}  # fmt: skip
+# "Bob and I are": a coordinated subject takes the plural verb
+COORDINATORS = {"and", "or", "nor", "&"}
+# words that start an utterance before "and" without being a subject ("Oh and I")
+INTERJECTIONS = {"oh", "yeah", "yes", "no", "okay", "ok", "well", "um", "uh", "ah", "right", "sure", "hey"}
+# the first halves of "wanna", "gonna" (spaCy's tokens "wan", "gon")
+NOT_INFLECTED = {"wan", "gon"}
+# the third person singular of verbs that do not just add "s"/"es"
+IRREGULAR_THIRD_SINGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is", "are": "is"}
 # the parts of speech (and, from a Doc with tags only, the tags) of a word
 # that can name a cluster on its own: a one-word mention of another kind is
 # an event or a property ("Senators swore ... It is the oath"), never a name
@@ -243,7 +276,8 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
     parsed = doc.has_annotation("DEP")
     sentence_starts = _sentence_starts(doc)
     quoted = _quoted(doc)
-    candidates: List[Tuple[int, int, int, str]] = []  # (start_char, end_char, order, text)
+    # (start_char, end_char, order, text, the order of the edit it needs or None)
+    candidates: List[Tuple[int, int, int, str, Optional[int]]] = []
     for cluster in cluster_span_groups(doc, prefix):
         mentions = sorted((span for span in cluster if len(span)), key=lambda s: (s.start, -s.end))
         representative = _representative(mentions, tagged)
@@ -260,20 +294,31 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
             end = token.idx + len(token.text)
             text = _possessive(name) if form == "possessive" else name
             clitic = _clitic_after(token)
-            if clitic is not None:
+            agreeing = None
+            if clitic is None:
+                agreeing = _agreeing_verb(token, representative, tagged, parsed, form)
+            else:
                 verb = _expanded_clitic(token, clitic, representative, tagged, parsed, form)
                 if verb is None:
                     continue  # an ambiguous clitic: the pronoun is left alone
                 text = f"{text} {verb}"
                 end = clitic.idx + len(clitic.text)
             text = _case(text, representative, tagged, capitalized=token.i in sentence_starts or _capitalized_pronoun(token))
-            candidates.append((token.idx, end, len(candidates), text))
+            order = len(candidates)
+            candidates.append((token.idx, end, order, text, None))
+            if agreeing is not None:
+                verb, form_text = agreeing
+                candidates.append((verb.idx, verb.idx + len(verb.text), len(candidates), form_text, order))
     edits: List[Edit] = []
     shift = 0
     last_end = -1
-    for start, end, _, text in sorted(candidates):
-        if start < last_end:
-            continue  # overlaps an edit already made: nothing is replaced twice
+    made = set()
+    for start, end, order, text, needs in sorted(candidates):
+        if start < last_end or (needs is not None and needs not in made):
+            # overlaps an edit already made (nothing is replaced twice), or
+            # a verb whose pronoun was not replaced
+            continue
+        made.add(order)
         target_start = start + shift
         edits.append(Edit(start, end, text, target_start, target_start + len(text)))
         shift += len(text) - (end - start)
@@ -359,18 +404,35 @@ def _can_represent(mention: "Span", tagged: bool) -> bool:
 
 def _names_alone(token: "Token", tagged: bool) -> bool:
     """Whether a one-word mention can name its cluster: with a tagger, a
-    noun, proper noun or number; without one, a word with a capital letter
-    ("Alice", "MSG"), a number, or a lower-case plural ("researchers",
-    "people"): a lower-case word that is not plural may be a verb (an event
-    mention: "swear", "left") or a mass noun, and is not taken."""
+    noun, proper noun or number; without one, a word that is not a function
+    word and is a number, has a capital letter ("Alice", "MSG"; not an
+    "-ing" word at a sentence start, "Using") or is a lower-case plural
+    ("researchers", "people"): a lower-case word that is not plural may be a
+    verb (an event mention: "swear", "left") or a mass noun, and is not
+    taken. Left to a tagger: a verb ending in "s" ("exists"), a capitalized
+    verb or adjective at a sentence start ("Add", "Old")."""
     if tagged and token.pos_:
         return token.pos_ in NOMINAL_POS
     if tagged and token.tag_:
         return token.tag_.startswith(NOMINAL_TAGS)
-    if not token.is_lower or token.like_num:
-        return True
     lower = token.lower_
+    if lower in FUNCTION_WORDS:
+        return False  # "was", "Is", "Both"
+    if token.like_num:
+        return True
+    if not token.is_lower:
+        # a capital that starts a sentence says nothing: there an "-ing" word is a verb ("Using")
+        return not (lower.endswith("ing") and _may_start_sentence(token))
     return lower in PLURAL_WORDS or (lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS))
+
+
+def _may_start_sentence(token: "Token") -> bool:
+    """A sentence start as one token shows it (the Doc's boundary, or ". ! ?"
+    or a quote before it): cheap, for a check made once a mention."""
+    if token.i == 0 or token.is_sent_start:
+        return True
+    before = token.doc[token.i - 1]
+    return before.text in SENTENCE_END or before.text in OPEN_QUOTES or before.text in TOGGLE_QUOTES
 
 
 def _pronoun_form(mention: "Span", tagged: bool, quoted: Sequence[bool]) -> Optional[str]:
@@ -515,6 +577,91 @@ def _expanded_clitic(
     if lower in WOULD_NEXT or (following.is_alpha and lower not in FUNCTION_WORDS and lower not in PRONOUNS):
         return "would"
     return None
+
+
+def _agreeing_verb(
+    pronoun: "Token", representative: "Span", tagged: bool, parsed: bool, form: str
+) -> Optional[Tuple["Token", str]]:
+    """The verb after a subject "I", "you" or "they" and its form after the
+    singular name that replaces the pronoun (rule 5): a form of be, have or
+    do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or, with a
+    tagger, any present-tense verb tagged VBP ("I say" -> "Alice says").
+    None when nothing changes: a plural name, another verb, an object
+    pronoun, an auxiliary before the pronoun ("do you have"), a coordinated
+    subject ("Bob and I are"), "they" without a tagger (whose name's number
+    cannot be told from a capitalized plural: "Senators")."""
+    word = _word(pronoun)
+    if form != "personal" or word not in AGREEMENT_SUBJECTS:
+        return None
+    doc = pronoun.doc
+    if parsed and (pronoun.dep_ not in ("nsubj", "nsubjpass") or any(c.dep_ == "conj" for c in pronoun.children)):
+        return None
+    if pronoun.i > 0 and _word(doc[pronoun.i - 1]) in AUXILIARIES | CLITICS:
+        return None  # "do you have", "what'd you do"
+    if word == "they" and not tagged:
+        return None  # "Senators ... they are": a capitalized plural reads as a name
+    if pronoun.i + 1 < len(doc) and _word(doc[pronoun.i + 1]) in COORDINATORS:
+        return None
+    if not parsed and _coordinated_after(pronoun):
+        return None
+    if word != "i" and _is_plural(representative, tagged, parsed):
+        return None  # "they are" -> "the kids are"
+    verb = _word_after(pronoun)
+    if verb is None:
+        return None
+    lower = _word(verb)
+    if lower in SINGULAR_FORMS:
+        singular = SINGULAR_FORMS[lower]
+    elif tagged and verb.tag_ == "VBP" and verb.is_alpha and lower not in NOT_INFLECTED:
+        singular = _third_singular(lower)
+    else:
+        return None
+    if "’" in verb.text:
+        singular = singular.replace("'", "’")
+    if verb.text.isupper() and len(verb.text) > 1:
+        singular = singular.upper()
+    elif verb.text[:1].isupper():
+        singular = singular[0].upper() + singular[1:]
+    return verb, singular
+
+
+def _coordinated_after(pronoun: "Token") -> bool:
+    """Without a parse: whether "and" before the pronoun joins it to a name
+    or a subject pronoun ("Bob and I", "you and I") rather than joining two
+    clauses ("... , and I said": 96% of "and I/you/they" in GUM): the word
+    before "and" is capitalized and not a function word or an interjection
+    ("Oh and I"), or a subject pronoun."""
+    doc = pronoun.doc
+    if pronoun.i < 2 or _word(doc[pronoun.i - 1]) not in COORDINATORS:
+        return False
+    before = doc[pronoun.i - 2]
+    word = _word(before)
+    if word in SUBJECTS:
+        return True
+    return before.is_title and word not in FUNCTION_WORDS and word not in INTERJECTIONS
+
+
+def _word_after(pronoun: "Token") -> Optional["Token"]:
+    """The first word after a pronoun past adverbs like "really" and "not"
+    (None at the end of the text or before punctuation)."""
+    doc = pronoun.doc
+    for i in range(pronoun.i + 1, len(doc)):
+        token = doc[i]
+        if _word(token) in CLITIC_ADVERBS:
+            continue
+        return token if token.is_alpha or _word(token) in SINGULAR_FORMS else None
+    return None
+
+
+def _third_singular(verb: str) -> str:
+    """"say" -> "says", "go" -> "goes", "try" -> "tries", "have" -> "has"."""
+    if verb in IRREGULAR_THIRD_SINGULAR:
+        return IRREGULAR_THIRD_SINGULAR[verb]
+    if verb.endswith(("s", "x", "z", "ch", "sh", "o")):
+        return verb + "es"
+    if len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
 
 
 def _verb_after(clitic: "Token") -> Optional["Token"]:
