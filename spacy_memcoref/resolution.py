@@ -13,7 +13,9 @@ set by hand. spaCy only (no torch). The rules, in order:
    cluster without such a mention is left alone.
 2. A cluster's name is its representative's text, whitespace runs made one
    space, WITHOUT a final possessive marker: "Mary's", "Mary 's" (OntoGUM's
-   tokens), "Mary’s" and "the kids'" are named "Mary" and "the kids".
+   tokens), "Mary’s" and "the kids'" are named "Mary" and "the kids"; and
+   without a relative clause, a ", 42" or a final parenthesis where its
+   head part ends ("Jason , who is our editor" -> "Jason"; `_before_aside`).
 3. Personal pronouns (subject and object) become the name; the
    representative and the other nominal mentions stay as they are.
 4. Possessives become the name's possessive, with exactly one marker: "'s",
@@ -166,6 +168,8 @@ INTERJECTIONS = {"oh", "yeah", "yes", "no", "okay", "ok", "well", "um", "uh", "a
 NOT_INFLECTED = {"wan", "gon"}
 # the third person singular of verbs that do not just add "s"/"es"
 IRREGULAR_THIRD_SINGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is", "are": "is"}
+# words that start a relative clause, which a name leaves out
+RELATIVE_PRONOUNS = {"who", "whom", "whose", "which"}
 # the parts of speech (and, from a Doc with tags only, the tags) of a word
 # that can name a cluster on its own: a one-word mention of another kind is
 # an event or a property ("Senators swore ... It is the oath"), never a name
@@ -480,7 +484,8 @@ def _apostrophes(text: str) -> str:
 def representative_name(representative: "Span", tagged: Optional[bool] = None) -> str:
     """A cluster's name (rule 2): the representative's text, whitespace runs
     made one space, without a final possessive marker ("Mary's", "Mary 's",
-    "the kids'" -> "Mary", "the kids").
+    "the kids'" -> "Mary", "the kids") and without a relative clause or an
+    aside ("Jason , who is our editor" -> "Jason").
 
     representative (Span): the representative (representative_of).
     tagged (Optional[bool]): is_tagged(doc) (None: look).
@@ -493,16 +498,61 @@ def _name(span: "Span", tagged: bool) -> str:
     end = span.end
     if len(span) > 1 and _is_possessive_marker(span[-1], span, tagged):
         end -= 1
+    marker_cut = end < span.end
+    end = _before_aside(span, end)
     text = " ".join(span.doc[span.start : end].text.split())
     # a marker glued to the last word (a Doc made from words: "Mary's")
     straight = _apostrophes(text)
-    if end < span.end:
+    if marker_cut or end < span.end:
         return text
     if straight.endswith("'s") and WORD_CHARACTER.search(text[:-2]):
         return text[:-2]
     if straight.endswith(("s'", "S'")) and not re.search(r"(^|\s)'", straight[:-1]):
         return text[:-1]  # "kids'", but not a quoted "'Les Misérables'"
     return text
+
+
+def _before_aside(span: "Span", end: int) -> int:
+    """Where a name stops before a relative clause or an aside of its
+    mention: "Jason , who is our editor", "Thomas Sam , 42", "the library (
+    KB )" are named "Jason", "Thomas Sam", "the library". Commas alone do
+    not end a name ("researchers , students and staff")."""
+    doc = span.doc
+    # a relative clause or a ", 42" ends the name only where the head part
+    # ends: "the relationship between the speed at which ..." is kept whole
+    head_end = span.start + len(_head_part(doc[span.start : end]))
+    for i in range(span.start + 1, end):
+        word = doc[i].lower_
+        if word == "(" and _aside_runs_to(doc, i, end):
+            # "the library ( KB )", not "Ultraviolet ( UV ) Radiation"
+            return _without_trailing_words(doc, span.start, i)
+        if i != head_end:
+            continue
+        following = doc[i + 1] if i + 1 < end else None
+        if word in RELATIVE_PRONOUNS:
+            return _without_trailing_words(doc, span.start, i)
+        if word == "," and following is not None:
+            number_after_word = following.like_num and not doc[i - 1].like_num  # "Sam , 42", not "October 12 , 1859"
+            if following.lower_ in RELATIVE_PRONOUNS or number_after_word:
+                return _without_trailing_words(doc, span.start, i)
+    return end
+
+
+def _aside_runs_to(doc: "Doc", open_at: int, end: int) -> bool:
+    """Whether the parenthesis opened at open_at closes at the mention's end
+    (or not at all), so that no word of the name follows it."""
+    for i in range(open_at + 1, end):
+        if doc[i].text == ")":
+            return not any(WORD_CHARACTER.search(token.text) for token in doc[i + 1 : end])
+    return True
+
+
+def _without_trailing_words(doc: "Doc", start: int, end: int) -> int:
+    """end moved back past punctuation and function words ("the evils
+    under | which"), keeping at least one token."""
+    while end > start + 1 and (not WORD_CHARACTER.search(doc[end - 1].text) or doc[end - 1].lower_ in FUNCTION_WORDS):
+        end -= 1
+    return end
 
 
 def _is_possessive_marker(token: "Token", span: "Span", tagged: bool) -> bool:
