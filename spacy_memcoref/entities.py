@@ -59,9 +59,15 @@ class EntityRecord:
         }
 
 
-def mention_head(span: "Span") -> int:
-    """RETURNS (int): the Doc index of a mention's head token."""
-    return span.root.i if span.doc.has_annotation("DEP") else span.end - 1
+def mention_head(span: "Span", parsed: Optional[bool] = None) -> int:
+    """RETURNS (int): the Doc index of a mention's head token.
+
+    parsed (Optional[bool]): doc.has_annotation("DEP"), a scan of the Doc:
+        pass it when asking for many mentions (None: look).
+    """
+    if parsed is None:
+        parsed = span.doc.has_annotation("DEP")
+    return span.root.i if parsed else span.end - 1
 
 
 def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: str = CLUSTER_PREFIX) -> List[EntityRecord]:
@@ -90,8 +96,9 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
         )
     if vectors_from is not None and records:
         token_vectors = _coref_pipe(vectors_from).token_vectors([doc])[0]
+        parsed = doc.has_annotation("DEP")
         for record, (_, spans) in zip(records, clusters):
-            heads = sorted({mention_head(s) for s in spans})
+            heads = sorted({mention_head(s, parsed) for s in spans})
             record.vector = token_vectors[heads].mean(axis=0).astype("float32")
     return records
 

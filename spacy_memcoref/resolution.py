@@ -14,8 +14,9 @@ set by hand. spaCy only (no torch). The rules, in order:
 2. A cluster's name is its representative's text, whitespace runs made one
    space, WITHOUT a final possessive marker: "Mary's", "Mary 's" (OntoGUM's
    tokens), "Mary’s" and "the kids'" are named "Mary" and "the kids"; and
-   without a relative clause, a ", 42" or a final parenthesis where its
-   head part ends ("Jason , who is our editor" -> "Jason"; `_before_aside`).
+   without an aside: a relative clause after a comma or a ", 42" where its
+   head part ends, or a final parenthesis ("Jason , who is our editor" ->
+   "Jason"; `_before_aside`).
 3. Personal pronouns (subject and object) become the name; the
    representative and the other nominal mentions stay as they are.
 4. Possessives become the name's possessive, with exactly one marker: "'s",
@@ -39,15 +40,18 @@ set by hand. spaCy only (no torch). The rules, in order:
    A subject "I", "you" or "they" replaced by a singular name also has its
    verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
    is", "you don't" -> "Bob doesn't"), and with a tagger any verb tagged VBP
-   ("I say" -> "Alice says"); not after an auxiliary ("do you have"), in a
-   coordinated subject ("Bob and I are"), or for "they" without a tagger.
+   ("I say" -> "Alice says"); not after an auxiliary ("why don't you
+   have") or a causative ("let you have"), in a coordinated subject ("Bob
+   and I are"), for the subjunctive "I were", or for "they" without a
+   tagger.
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
 7. Case follows position: a replacement that starts a sentence, or that
    replaces a capitalized pronoun (other than "I"), is capitalized; a
    representative that began with a capitalized common word ("The
-   president") is lower-cased mid-sentence, but not a word of a named
-   entity ("Dutch cough drops", when the Doc has entities).
+   president") is lower-cased mid-sentence, but not the first word of a
+   name ("Dutch cough drops", when the Doc has tags and entities; not a
+   number or a date: "two men").
 8. Nothing is replaced twice: an edit overlapping one already made (a token
    in two clusters, a mention inside another replaced one) is skipped.
 9. First- and second-person pronouns inside quotation marks are kept (they
@@ -55,8 +59,8 @@ set by hand. spaCy only (no torch). The rules, in order:
 
 Proper nouns: with a tagger, a mention holding a PROPN token; without one, a
 mention holding a title-case word that is not a pronoun or a function word.
-Pronouns written in capitals ("US", "IT") are names unless a tagger tags
-them PRON or the words beside them are in capitals too.
+"US", "IT" and "WHO" in capitals are names unless a tagger tags them PRON
+or the words beside them are in capitals too.
 Sentence starts: the Doc's sentence boundaries when it has them, else the
 first token and the tokens after ". ! ?" (and an opening quote or a
 whitespace token such as "\\n\\n" after them).
@@ -143,16 +147,23 @@ PARTICIPLES = PARTICIPLE_OR_BASE | {
     "struck", "stuck", "hung", "shot", "lit", "slid", "dug", "spun", "wound", "bound", "learnt", "burnt",
     "dreamt", "spelt", "leapt", "knelt", "crept", "clung", "flung", "swung", "stung", "shone", "forgot",
 }  # fmt: skip
-# plural nouns that do not end in "s", and endings of singular words that do
 # the subject pronouns whose verb takes a plural form ("I do", "you are",
 # "they have") that a singular name replacing them does not ("Kendra does");
 # "we" stays plural and he/she/it singular (rule 5), so theirs never change
 AGREEMENT_SUBJECTS = {"i", "you", "they"}
 # forms of be, have and do after such a pronoun, and after a singular name;
-# also as one token with "n't" (a Doc made from words)
+# also as one token with "n't" (a Doc made from words). "I were" is a
+# subjunctive ("if I were you") and stays
 SINGULAR_FORMS = {
     "am": "is", "are": "is", "were": "was", "have": "has", "do": "does",
     "aren't": "isn't", "weren't": "wasn't", "haven't": "hasn't", "don't": "doesn't",
+}  # fmt: skip
+SUBJUNCTIVE_AFTER_I = {"were", "weren't"}
+# verbs after which "you" is the object that a bare verb follows ("let you
+# have", "made you do"), not a subject
+CAUSATIVES = {
+    "let", "lets", "make", "makes", "made", "help", "helps", "helped", "see", "sees", "saw",
+    "watch", "watched", "hear", "hears", "heard", "have", "has", "had", "bid", "bade",
 }  # fmt: skip
 # auxiliaries before a subject pronoun, which make the verb after it
 # something else than its own finite verb ("what do you have")
@@ -164,17 +175,26 @@ AUXILIARIES = {
 COORDINATORS = {"and", "or", "nor", "&"}
 # words that start an utterance before "and" without being a subject ("Oh and I")
 INTERJECTIONS = {"oh", "yeah", "yes", "no", "okay", "ok", "well", "um", "uh", "ah", "right", "sure", "hey"}
-# the first halves of "wanna", "gonna" (spaCy's tokens "wan", "gon")
-NOT_INFLECTED = {"wan", "gon"}
+# the first halves of "wanna", "gonna" (spaCy's tokens "wan", "gon"), "dunno"
+NOT_INFLECTED = {"wan", "gon", "dunno"}
 # the third person singular of verbs that do not just add "s"/"es"
-IRREGULAR_THIRD_SINGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is", "are": "is"}
-# words that start a relative clause, which a name leaves out
+IRREGULAR_THIRD_SINGULAR = {
+    "have": "has", "do": "does", "undo": "undoes", "go": "goes", "forgo": "forgoes", "echo": "echoes",
+    "veto": "vetoes", "be": "is", "am": "is", "are": "is",
+}  # fmt: skip
+# pronouns whose letters in capitals are also names ("US", "IT", "WHO")
+CAPITALS_ALSO_NAMES = {"us", "it", "who"}
+# entity labels of names, whose first word keeps its capital ("Dutch cough
+# drops"); not numbers or dates ("Two men", "Last year")
+NAME_LABELS = {"PERSON", "NORP", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+# words that start a relative clause, which a name leaves out after a comma
 RELATIVE_PRONOUNS = {"who", "whom", "whose", "which"}
 # the parts of speech (and, from a Doc with tags only, the tags) of a word
 # that can name a cluster on its own: a one-word mention of another kind is
 # an event or a property ("Senators swore ... It is the oath"), never a name
 NOMINAL_POS = {"NOUN", "PROPN", "NUM", "X", "SYM"}
 NOMINAL_TAGS = ("NN", "CD", "FW", "SYM")
+# plural nouns that do not end in "s", and endings of singular words that do
 PLURAL_WORDS = {"people", "children", "men", "women", "police", "staff", "data", "cattle", "feet", "teeth", "mice", "geese"}
 SINGULAR_ENDINGS = ("ss", "us", "is", "ics", "ous")
 # words that end a noun phrase's head part ("the members | of the club")
@@ -288,6 +308,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
         if representative is None:
             continue
         name = _name(representative, tagged)
+        name_is_plural = _NameNumber(representative, tagged, parsed)
         for mention in mentions:
             if representative.start <= mention.start and mention.end <= representative.end:
                 continue  # the representative, or a mention inside it: kept
@@ -300,9 +321,9 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
             clitic = _clitic_after(token)
             agreeing = None
             if clitic is None:
-                agreeing = _agreeing_verb(token, representative, tagged, parsed, form)
+                agreeing = _agreeing_verb(token, name_is_plural, tagged, parsed, form)
             else:
-                verb = _expanded_clitic(token, clitic, representative, tagged, parsed, form)
+                verb = _expanded_clitic(token, clitic, name_is_plural, tagged, form)
                 if verb is None:
                     continue  # an ambiguous clitic: the pronoun is left alone
                 text = f"{text} {verb}"
@@ -342,11 +363,12 @@ def _is_pronoun_token(token: "Token", tagged: bool) -> bool:
 
 
 def _written_as_pronoun(token: "Token", tagged: bool) -> bool:
-    """False for a pronoun's letters in capitals that stand for something
-    else ("US", "IT"): with a tagger unless it tags the word a pronoun;
-    without one, unless a word beside it is in capitals too (shouted text)."""
+    """False for "US", "IT" and "WHO" in capitals, which are also names:
+    with a tagger unless it tags the word a pronoun; without one, unless a
+    word beside it is in capitals too (shouted text). Other pronouns in
+    capitals ("HIM", emphasis) are pronouns."""
     text = token.text
-    if len(text) < 2 or not text.isupper():
+    if len(text) < 2 or not text.isupper() or token.lower_ not in CAPITALS_ALSO_NAMES:
         return True
     if tagged and token.pos_:
         return token.pos_ == "PRON"
@@ -513,29 +535,34 @@ def _name(span: "Span", tagged: bool) -> str:
 
 
 def _before_aside(span: "Span", end: int) -> int:
-    """Where a name stops before a relative clause or an aside of its
-    mention: "Jason , who is our editor", "Thomas Sam , 42", "the library (
-    KB )" are named "Jason", "Thomas Sam", "the library". Commas alone do
-    not end a name ("researchers , students and staff")."""
+    """Where a name stops before an aside of its mention: a relative clause
+    after a comma, a ", 42" or a final parenthesis, where the head part
+    ends: "Jason , who is our editor", "Thomas Sam , 42", "the library ( KB
+    )" are named "Jason", "Thomas Sam", "the library". Kept whole: a
+    relative clause without a comma ("the people who eat", which says who
+    is meant), a clause past the head part ("the speed at which ..."),
+    commas alone ("researchers , students and staff"), and a mention whose
+    name would be a pronoun or a function word alone ("Those who wait")."""
     doc = span.doc
-    # a relative clause or a ", 42" ends the name only where the head part
-    # ends: "the relationship between the speed at which ..." is kept whole
+    cut = end
+    # the first parenthesis, wherever it opens: "the American College of Pediatricians ( ACPeds )"
+    opening = next((i for i in range(span.start + 1, end) if doc[i].text == "("), None)
     head_end = span.start + len(_head_part(doc[span.start : end]))
-    for i in range(span.start + 1, end):
-        word = doc[i].lower_
-        if word == "(" and _aside_runs_to(doc, i, end):
-            # "the library ( KB )", not "Ultraviolet ( UV ) Radiation"
-            return _without_trailing_words(doc, span.start, i)
-        if i != head_end:
-            continue
-        following = doc[i + 1] if i + 1 < end else None
-        if word in RELATIVE_PRONOUNS:
-            return _without_trailing_words(doc, span.start, i)
+    if opening is not None and _aside_runs_to(doc, opening, end):
+        cut = opening  # not "Ultraviolet ( UV ) Radiation"
+    elif head_end < end:
+        word = doc[head_end].text
+        following = doc[head_end + 1] if head_end + 1 < end else None
         if word == "," and following is not None:
-            number_after_word = following.like_num and not doc[i - 1].like_num  # "Sam , 42", not "October 12 , 1859"
+            number_after_word = following.like_num and not doc[head_end - 1].like_num  # not "October 12 , 1859"
             if following.lower_ in RELATIVE_PRONOUNS or number_after_word:
-                return _without_trailing_words(doc, span.start, i)
-    return end
+                cut = head_end
+    if cut == end:
+        return end
+    cut = _without_trailing_words(doc, span.start, cut)
+    if cut - span.start == 1 and (_word(doc[span.start]) in PRONOUNS or _word(doc[span.start]) in FUNCTION_WORDS):
+        return end
+    return cut
 
 
 def _aside_runs_to(doc: "Doc", open_at: int, end: int) -> bool:
@@ -548,9 +575,16 @@ def _aside_runs_to(doc: "Doc", open_at: int, end: int) -> bool:
 
 
 def _without_trailing_words(doc: "Doc", start: int, end: int) -> int:
-    """end moved back past punctuation and function words ("the evils
-    under | which"), keeping at least one token."""
-    while end > start + 1 and (not WORD_CHARACTER.search(doc[end - 1].text) or doc[end - 1].lower_ in FUNCTION_WORDS):
+    """end moved back past punctuation and function words ("Sam , | 42"),
+    keeping at least one token, and a quotation mark that closes a quote
+    the name holds ("called " The Podcast " | (")."""
+    def droppable(token: "Token") -> bool:
+        if token.text in TOGGLE_QUOTES:
+            quotes = sum(t.text in TOGGLE_QUOTES for t in doc[start:end])
+            return quotes % 2 == 1  # a quote that opened before the mention
+        return not WORD_CHARACTER.search(token.text) or token.lower_ in FUNCTION_WORDS
+
+    while end > start + 1 and droppable(doc[end - 1]):
         end -= 1
     return end
 
@@ -587,9 +621,21 @@ def _clitic_after(token: "Token") -> Optional["Token"]:
     return None
 
 
-def _expanded_clitic(
-    pronoun: "Token", clitic: "Token", representative: "Span", tagged: bool, parsed: bool, form: str
-) -> Optional[str]:
+class _NameNumber:
+    """Whether a cluster's name is plural (`_is_plural`), worked out once a
+    cluster and only when a pronoun asks: resolve stays linear in the text."""
+
+    def __init__(self, representative: "Span", tagged: bool, parsed: bool) -> None:
+        self.representative, self.tagged, self.parsed = representative, tagged, parsed
+        self.plural: Optional[bool] = None
+
+    def __call__(self) -> bool:
+        if self.plural is None:
+            self.plural = _is_plural(self.representative, self.tagged, self.parsed)
+        return self.plural
+
+
+def _expanded_clitic(pronoun: "Token", clitic: "Token", name_is_plural: _NameNumber, tagged: bool, form: str) -> Optional[str]:
     """The clitic written out to agree with the name (rule 5), or None to
     leave the pronoun alone."""
     word = pronoun.lower_
@@ -597,7 +643,7 @@ def _expanded_clitic(
         return None  # "her's", "him'll": not a subject; kept as written
     plural = SUBJECTS[word]
     if plural is None:
-        plural = _is_plural(representative, tagged, parsed)
+        plural = name_is_plural()
     kind = _apostrophes(clitic.lower_).lstrip("'")
     if kind in ("m", "re"):
         return "are" if plural else "is"
@@ -630,37 +676,48 @@ def _expanded_clitic(
 
 
 def _agreeing_verb(
-    pronoun: "Token", representative: "Span", tagged: bool, parsed: bool, form: str
+    pronoun: "Token", name_is_plural: _NameNumber, tagged: bool, parsed: bool, form: str
 ) -> Optional[Tuple["Token", str]]:
     """The verb after a subject "I", "you" or "they" and its form after the
     singular name that replaces the pronoun (rule 5): a form of be, have or
     do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or, with a
     tagger, any present-tense verb tagged VBP ("I say" -> "Alice says").
     None when nothing changes: a plural name, another verb, an object
-    pronoun, an auxiliary before the pronoun ("do you have"), a coordinated
-    subject ("Bob and I are"), "they" without a tagger (whose name's number
-    cannot be told from a capitalized plural: "Senators")."""
+    pronoun, an auxiliary before the pronoun ("do you have", "why don't you
+    have"), "you" after a causative ("let you have"), a coordinated subject
+    ("Bob and I are"), the subjunctive "I were", "they" without a tagger
+    (whose name's number cannot be told from a capitalized plural:
+    "Senators"), and with a tagger a form of be, have or do not tagged
+    VBP/VBD. "am" follows "I" alone and always becomes "is"."""
     word = _word(pronoun)
     if form != "personal" or word not in AGREEMENT_SUBJECTS:
         return None
     doc = pronoun.doc
     if parsed and (pronoun.dep_ not in ("nsubj", "nsubjpass") or any(c.dep_ == "conj" for c in pronoun.children)):
         return None
-    if pronoun.i > 0 and _word(doc[pronoun.i - 1]) in AUXILIARIES | CLITICS:
-        return None  # "do you have", "what'd you do"
+    before = _word_before(pronoun)
+    if before in AUXILIARIES or before in CLITICS:
+        return None  # "do you have", "why do n't you have", "what'd you do"
+    if word == "you" and before in CAUSATIVES:
+        return None  # "let you have": "you" is the object
     if word == "they" and not tagged:
         return None  # "Senators ... they are": a capitalized plural reads as a name
-    if pronoun.i + 1 < len(doc) and _word(doc[pronoun.i + 1]) in COORDINATORS:
-        return None
-    if not parsed and _coordinated_after(pronoun):
-        return None
-    if word != "i" and _is_plural(representative, tagged, parsed):
-        return None  # "they are" -> "the kids are"
     verb = _word_after(pronoun)
     if verb is None:
         return None
     lower = _word(verb)
+    if lower != "am":
+        if pronoun.i + 1 < len(doc) and _word(doc[pronoun.i + 1]) in COORDINATORS:
+            return None
+        if not parsed and _coordinated_after(pronoun):
+            return None
+        if word != "i" and name_is_plural():
+            return None  # "they are" -> "the kids are"
+        if word == "i" and lower in SUBJUNCTIVE_AFTER_I:
+            return None  # "if I were you"
     if lower in SINGULAR_FORMS:
+        if tagged and verb.tag_ and verb.tag_ not in ("VBP", "VBD"):
+            return None  # a base form: "let you have"
         singular = SINGULAR_FORMS[lower]
     elif tagged and verb.tag_ == "VBP" and verb.is_alpha and lower not in NOT_INFLECTED:
         singular = _third_singular(lower)
@@ -691,23 +748,36 @@ def _coordinated_after(pronoun: "Token") -> bool:
     return before.is_title and word not in FUNCTION_WORDS and word not in INTERJECTIONS
 
 
+def _word_before(pronoun: "Token") -> str:
+    """The word before a pronoun past "not", "n't" and whitespace ("" at the
+    start of the text), as the word lists hold it."""
+    doc = pronoun.doc
+    for i in range(pronoun.i - 1, -1, -1):
+        token = doc[i]
+        if token.is_space or _word(token) in ("not", "n't"):
+            continue
+        return _word(token)
+    return ""
+
+
 def _word_after(pronoun: "Token") -> Optional["Token"]:
     """The first word after a pronoun past adverbs like "really" and "not"
-    (None at the end of the text or before punctuation)."""
+    and whitespace (None at the end of the text or before punctuation)."""
     doc = pronoun.doc
     for i in range(pronoun.i + 1, len(doc)):
         token = doc[i]
-        if _word(token) in CLITIC_ADVERBS:
+        if token.is_space or _word(token) in CLITIC_ADVERBS:
             continue
         return token if token.is_alpha or _word(token) in SINGULAR_FORMS else None
     return None
 
 
 def _third_singular(verb: str) -> str:
-    """"say" -> "says", "go" -> "goes", "try" -> "tries", "have" -> "has"."""
+    """"say" -> "says", "go" -> "goes", "try" -> "tries", "have" -> "has",
+    "radio" -> "radios"."""
     if verb in IRREGULAR_THIRD_SINGULAR:
         return IRREGULAR_THIRD_SINGULAR[verb]
-    if verb.endswith(("s", "x", "z", "ch", "sh", "o")):
+    if verb.endswith(("s", "x", "z", "ch", "sh")):
         return verb + "es"
     if len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
         return verb[:-1] + "ies"
@@ -785,8 +855,9 @@ def _case(text: str, representative: "Span", tagged: bool, *, capitalized: bool)
         return text[0].upper() + text[1:]
     first = representative[0]
     if tagged and first.pos_:
-        # a named entity's adjective keeps its capital ("Dutch cough drops")
-        common = first.pos_ != "PROPN" and not first.ent_type_
+        # a name's adjective keeps its capital ("Dutch cough drops"), not "Two men" or "The"
+        named = first.ent_type_ in NAME_LABELS and first.pos_ not in ("DET", "NUM")
+        common = first.pos_ != "PROPN" and not named
     else:
         common = first.lower_ in FUNCTION_WORDS or first.lower_ in PRONOUNS
     if first.is_title and common:
