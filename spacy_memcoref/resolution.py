@@ -542,7 +542,7 @@ def _before_aside(span: "Span", end: int) -> int:
     relative clause without a comma ("the people who eat", which says who
     is meant), a clause past the head part ("the speed at which ..."),
     commas alone ("researchers , students and staff"), and a mention whose
-    name would be a pronoun or a function word alone ("Those who wait")."""
+    name would be a pronoun or a function word alone ("Those , who wait")."""
     doc = span.doc
     cut = end
     # the first parenthesis, wherever it opens: "the American College of Pediatricians ( ACPeds )"
