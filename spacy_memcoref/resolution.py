@@ -578,13 +578,15 @@ def _without_trailing_words(doc: "Doc", start: int, end: int) -> int:
     """end moved back past punctuation and function words ("Sam , | 42"),
     keeping at least one token, and a quotation mark that closes a quote
     the name holds ("called " The Podcast " | (")."""
-    def droppable(token: "Token") -> bool:
+    quotes = sum(token.text in TOGGLE_QUOTES for token in doc[start:end])  # counted once
+    while end > start + 1:
+        token = doc[end - 1]
         if token.text in TOGGLE_QUOTES:
-            quotes = sum(t.text in TOGGLE_QUOTES for t in doc[start:end])
-            return quotes % 2 == 1  # a quote that opened before the mention
-        return not WORD_CHARACTER.search(token.text) or token.lower_ in FUNCTION_WORDS
-
-    while end > start + 1 and droppable(doc[end - 1]):
+            if quotes % 2 == 0:
+                break  # it closes a quote the name holds
+            quotes -= 1  # it closes a quote that opened before the mention
+        elif WORD_CHARACTER.search(token.text) and token.lower_ not in FUNCTION_WORDS:
+            break
         end -= 1
     return end
 
