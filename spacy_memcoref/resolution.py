@@ -39,8 +39,11 @@ set by hand. spaCy only (no torch). The rules, in order:
    alone: the text never reads "Alice'm". ("n't" never follows a pronoun.)
    A subject "I", "you" or "they" replaced by a singular name also has its
    verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
-   is", "you don't" -> "Bob doesn't"), and with a tagger any verb tagged VBP
-   ("I say" -> "Alice says"); not after an auxiliary ("why don't you
+   is", "you don't" -> "Bob doesn't"), and any present-tense verb ("I say"
+   -> "Alice says"): with a tagger one tagged VBP; without one, a word in
+   lower case after "I", or after "you" where a clause starts, that is not a
+   function word, a past form, a participle or an adverb
+   (`_reads_as_present_verb`); not after an auxiliary ("why don't you
    have") or a causative ("let you have"), in a coordinated subject ("Bob
    and I are"), for the subjunctive "I were", or for "they" without a
    tagger.
@@ -177,6 +180,37 @@ COORDINATORS = {"and", "or", "nor", "&"}
 INTERJECTIONS = {"oh", "yeah", "yes", "no", "okay", "ok", "well", "um", "uh", "ah", "right", "sure", "hey"}
 # the first halves of "wanna", "gonna" (spaCy's tokens "wan", "gon"), "dunno"
 NOT_INFLECTED = {"wan", "gon", "dunno"}
+# without a tagger, the words after "I" or "you" that are not a present-tense
+# verb although nothing in their spelling says so (past forms not ending in
+# "ed" and not in PARTICIPLES, adverbs not ending in "ly", number words),
+# so that "I went" stays and only "I say" becomes "Alice says"
+NOT_PRESENT_VERBS = {
+    "went", "came", "ran", "saw", "knew", "took", "gave", "wrote", "ate", "began", "became", "drank",
+    "drove", "chose", "rose", "fell", "flew", "grew", "threw", "drew", "wore", "tore", "swore", "spoke",
+    "broke", "woke", "stole", "froze", "rode", "hid", "bit", "shook", "sang", "swam", "rang", "sank",
+    "lay", "forgave", "forbade", "arose", "awoke", "overcame", "undertook", "mistook", "withdrew",
+    "sprang", "strove", "spat", "dove", "wove", "bore", "shrank", "stank", "slew", "fought", "quoth",
+    "once", "often", "almost", "kinda", "sorta", "rather", "soon", "seldom", "ever", "hardly", "later",
+    "together", "alone", "first", "last", "else", "too", "yet", "again", "anyway", "though",
+    "hereby", "pretty", "kind", "sort", "sorry", "one", "two", "three", "four", "five", "both",
+}  # fmt: skip
+# present-tense verbs after "I" or "you" that the rules below would miss: some
+# end in "ed" ("I need"), "like" is a function word elsewhere, and "come",
+# "become", "overcome", "run" are participles only after "have" (their past
+# forms differ); "put", "read" and the like stay, past or present
+VERB_AFTER_SUBJECT = {
+    "need", "feed", "bleed", "breed", "speed", "proceed", "succeed", "exceed", "heed", "embed",
+    "like", "come", "become", "overcome", "run",
+}  # fmt: skip
+# words before "you" that start a clause, so "you" is its subject ("if you
+# want") and not an object ("thank you so"); punctuation and the start of the
+# text do too
+CLAUSE_OPENERS = COORDINATORS | INTERJECTIONS | {
+    "but", "so", "if", "when", "whenever", "because", "cause", "that", "as", "while", "before", "after",
+    "since", "unless", "until", "till", "though", "although", "where", "wherever", "whether", "once",
+    "then", "now", "there", "how", "why", "what", "who", "which", "than", "also", "instead", "here",
+    "first", "maybe", "perhaps", "otherwise", "anyway",
+}  # fmt: skip
 # the third person singular of verbs that do not just add "s"/"es"
 IRREGULAR_THIRD_SINGULAR = {
     "have": "has", "do": "does", "undo": "undoes", "go": "goes", "forgo": "forgoes", "echo": "echoes",
@@ -682,8 +716,11 @@ def _agreeing_verb(
 ) -> Optional[Tuple["Token", str]]:
     """The verb after a subject "I", "you" or "they" and its form after the
     singular name that replaces the pronoun (rule 5): a form of be, have or
-    do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or, with a
-    tagger, any present-tense verb tagged VBP ("I say" -> "Alice says").
+    do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or any
+    present-tense verb ("I say" -> "Alice says"): with a tagger one tagged
+    VBP, without one a word after "I", or after "you" where a clause starts
+    (`_opens_clause`: "if you want", not "thank you so"), that reads as one
+    (`_reads_as_present_verb`).
     None when nothing changes: a plural name, another verb, an object
     pronoun, an auxiliary before the pronoun ("do you have", "why don't you
     have"), "you" after a causative ("let you have"), a coordinated subject
@@ -723,6 +760,8 @@ def _agreeing_verb(
         singular = SINGULAR_FORMS[lower]
     elif tagged and verb.tag_ == "VBP" and verb.is_alpha and lower not in NOT_INFLECTED:
         singular = _third_singular(lower)
+    elif not tagged and _reads_as_present_verb(verb) and (word == "i" or _opens_clause(before)):
+        singular = _third_singular(lower)
     else:
         return None
     if "’" in verb.text:
@@ -732,6 +771,37 @@ def _agreeing_verb(
     elif verb.text[:1].isupper():
         singular = singular[0].upper() + singular[1:]
     return verb, singular
+
+
+def _reads_as_present_verb(token: "Token") -> bool:
+    """Without a tagger: whether the word after a subject "I" or "you" reads
+    as a verb in the present tense ("say", "guess"): a word in lower case,
+    not a function word, a pronoun, a past form or participle ("went",
+    "said", "asked"), an -ing form, an adverb ("kinda", "really", "once"), or
+    a word that already ends in "s" ("you guys", "I sometimes")."""
+    text = token.text
+    lower = _word(token)
+    if not token.is_alpha or not text.islower() or len(text) < 2:
+        return False
+    doc = token.doc
+    if token.i + 1 < len(doc) and _word(doc[token.i + 1]) == "n't":
+        return False  # "ca n't", "wo n't": a modal
+    if lower in VERB_AFTER_SUBJECT:
+        return True
+    if lower in FUNCTION_WORDS or lower in PRONOUNS or lower in NOT_INFLECTED or lower in BARE_CLITICS:
+        return False
+    if lower in PARTICIPLES or lower in NOT_PRESENT_VERBS or lower in INTERJECTIONS:
+        return False
+    if lower.endswith(("ed", "ing", "ly")):
+        return False
+    return not lower.endswith("s") or lower.endswith("ss")
+
+
+def _opens_clause(before: str) -> bool:
+    """Whether the word before "you" (as `_word_before` gives it) starts a
+    clause that "you" is the subject of: the start of the text, punctuation,
+    a conjunction or an interjection ("if you want", ", you know")."""
+    return not before or not before[0].isalnum() or before in CLAUSE_OPENERS
 
 
 def _coordinated_after(pronoun: "Token") -> bool:
