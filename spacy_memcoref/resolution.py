@@ -41,12 +41,12 @@ set by hand. spaCy only (no torch). The rules, in order:
    verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
    is", "you don't" -> "Bob doesn't"), and any present-tense verb ("I say"
    -> "Alice says"): with a tagger one tagged VBP; without one, a word in
-   lower case after "I", or after "you" where a clause starts, that is not a
-   function word, a past form, a participle or an adverb
+   lower case after "I" or "they", or after "you" where a clause starts,
+   that is not a function word, a past form, a participle or an adverb
    (`_reads_as_present_verb`); not after an auxiliary ("why don't you
    have") or a causative ("let you have"), in a coordinated subject ("Bob
-   and I are"), for the subjunctive "I were", or for "they" without a
-   tagger.
+   and I are"), or for the subjunctive "I were". The name stands for "they"
+   as a plural when it ends in s, capitalized or not ("Senators").
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
 7. Case follows position: a replacement that starts a sentence, or that
@@ -663,12 +663,13 @@ class _NameNumber:
 
     def __init__(self, representative: "Span", tagged: bool, parsed: bool) -> None:
         self.representative, self.tagged, self.parsed = representative, tagged, parsed
-        self.plural: Optional[bool] = None
+        self.plural: Dict[bool, bool] = {}
 
-    def __call__(self) -> bool:
-        if self.plural is None:
-            self.plural = _is_plural(self.representative, self.tagged, self.parsed)
-        return self.plural
+    def __call__(self, they: bool = False) -> bool:
+        """they: the pronoun replaced is "they" (`_is_plural`)."""
+        if they not in self.plural:
+            self.plural[they] = _is_plural(self.representative, self.tagged, self.parsed, they=they)
+        return self.plural[they]
 
 
 def _expanded_clitic(pronoun: "Token", clitic: "Token", name_is_plural: _NameNumber, tagged: bool, form: str) -> Optional[str]:
@@ -679,7 +680,7 @@ def _expanded_clitic(pronoun: "Token", clitic: "Token", name_is_plural: _NameNum
         return None  # "her's", "him'll": not a subject; kept as written
     plural = SUBJECTS[word]
     if plural is None:
-        plural = name_is_plural()
+        plural = name_is_plural(they=word == "they")
     kind = _apostrophes(clitic.lower_).lstrip("'")
     if kind in ("m", "re"):
         return "are" if plural else "is"
@@ -718,16 +719,14 @@ def _agreeing_verb(
     singular name that replaces the pronoun (rule 5): a form of be, have or
     do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or any
     present-tense verb ("I say" -> "Alice says"): with a tagger one tagged
-    VBP, without one a word after "I", or after "you" where a clause starts
-    (`_opens_clause`: "if you want", not "thank you so"), that reads as one
-    (`_reads_as_present_verb`).
-    None when nothing changes: a plural name, another verb, an object
-    pronoun, an auxiliary before the pronoun ("do you have", "why don't you
-    have"), "you" after a causative ("let you have"), a coordinated subject
-    ("Bob and I are"), the subjunctive "I were", "they" without a tagger
-    (whose name's number cannot be told from a capitalized plural:
-    "Senators"), and with a tagger a form of be, have or do not tagged
-    VBP/VBD. "am" follows "I" alone and always becomes "is"."""
+    VBP, without one a word after "I" or "they", or after "you" where a
+    clause starts (`_opens_clause`: "if you want", not "thank you so"), that
+    reads as one (`_reads_as_present_verb`). None when nothing changes: a
+    plural name, another verb, an object pronoun, an auxiliary before the
+    pronoun ("do you have", "why don't you have"), "you" after a causative
+    ("let you have"), a coordinated subject ("Bob and I are"), the
+    subjunctive "I were", and with a tagger a form of be, have or do not
+    tagged VBP/VBD. "am" follows "I" alone and always becomes "is"."""
     word = _word(pronoun)
     if form != "personal" or word not in AGREEMENT_SUBJECTS:
         return None
@@ -739,8 +738,6 @@ def _agreeing_verb(
         return None  # "do you have", "why do n't you have", "what'd you do"
     if word == "you" and before in CAUSATIVES:
         return None  # "let you have": "you" is the object
-    if word == "they" and not tagged:
-        return None  # "Senators ... they are": a capitalized plural reads as a name
     verb = _word_after(pronoun)
     if verb is None:
         return None
@@ -750,7 +747,7 @@ def _agreeing_verb(
             return None
         if not parsed and _coordinated_after(pronoun):
             return None
-        if word != "i" and name_is_plural():
+        if word != "i" and name_is_plural(they=word == "they"):
             return None  # "they are" -> "the kids are"
         if word == "i" and lower in SUBJUNCTIVE_AFTER_I:
             return None  # "if I were you"
@@ -760,7 +757,7 @@ def _agreeing_verb(
         singular = SINGULAR_FORMS[lower]
     elif tagged and verb.tag_ == "VBP" and verb.is_alpha and lower not in NOT_INFLECTED:
         singular = _third_singular(lower)
-    elif not tagged and _reads_as_present_verb(verb) and (word == "i" or _opens_clause(before)):
+    elif not tagged and _reads_as_present_verb(verb) and (word != "you" or _opens_clause(before)):
         singular = _third_singular(lower)
     else:
         return None
@@ -875,14 +872,17 @@ def _may_be_participle(token: "Token", tagged: bool) -> bool:
     return lower in PARTICIPLES or (lower.endswith("ed") and len(lower) > 3)
 
 
-def _is_plural(representative: "Span", tagged: bool, parsed: bool) -> bool:
+def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = False) -> bool:
     """Whether the name is plural: its head part is coordinated ("Carrano
     and Biewener", not "the Department of Trade and Industry"), or its head
     is tagged NNS/NNPS (Number=Plur); without a tagger, a head that is not a
     proper noun and ends in s ("the kids"; not "James", "the bus"), or one
     of a few plurals like "people". The head part is the words before "of",
     "who", a comma, ... ("the members | of the club"), the head its last
-    word, or the parse's root when there is a parse."""
+    word, or the parse's root when there is a parse. they: the name
+    replaces "they", so a capitalized head ending in s (not "ss", "us") is a
+    plural ("Senators", "the Saudis": all 35 such "they" in OntoGUM's gold
+    clusters are, by its tags)."""
     part = _head_part(representative)
     if parsed:
         head = representative.root
@@ -902,7 +902,8 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool) -> bool:
     if lower in PLURAL_WORDS:
         return True
     if head.is_title and lower not in FUNCTION_WORDS:
-        return False  # a name
+        # a name ("James"), but "Senators", "the Saudis" ... they; not "the Areopagus"
+        return they and lower.endswith("s") and not lower.endswith(("ss", "us"))
     return lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS)
 
 
