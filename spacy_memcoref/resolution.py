@@ -40,13 +40,14 @@ set by hand. spaCy only (no torch). The rules, in order:
    A subject "I", "you" or "they" replaced by a singular name also has its
    verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
    is", "you don't" -> "Bob doesn't"), and any present-tense verb ("I say"
-   -> "Alice says"): with a tagger one tagged VBP; without one, a word in
-   lower case after "I" or "they", or after "you" where a clause starts,
-   that is not a function word, a past form, a participle or an adverb
-   (`_reads_as_present_verb`); not after an auxiliary ("why don't you
-   have") or a causative ("let you have"), in a coordinated subject ("Bob
-   and I are"), or for the subjunctive "I were". The name stands for "they"
-   as a plural when it ends in s, capitalized or not ("Senators").
+   -> "Alice says"): with a tagger one tagged VBP; without one, a word
+   after "I" or "they", or after "you" where a clause starts, that reads as
+   one by its spelling (`_reads_as_present_verb`); not after an auxiliary
+   ("why don't you have") or a causative ("let you have"), in a coordinated
+   subject ("Bob and I are"), or for the subjunctive "I were". A name that
+   "they" stands for is plural when its head ends in s, capitalized too
+   unless the name looks like a person's ("Senators", "the Saudis"; not
+   "Sam Evans").
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
 7. Case follows position: a replacement that starts a sentence, or that
@@ -178,23 +179,33 @@ AUXILIARIES = {
 COORDINATORS = {"and", "or", "nor", "&"}
 # words that start an utterance before "and" without being a subject ("Oh and I")
 INTERJECTIONS = {"oh", "yeah", "yes", "no", "okay", "ok", "well", "um", "uh", "ah", "right", "sure", "hey"}
-# the first halves of "wanna", "gonna" (spaCy's tokens "wan", "gon"), "dunno"
-NOT_INFLECTED = {"wan", "gon", "dunno"}
-# without a tagger, the words after "I" or "you" that are not a present-tense
-# verb although nothing in their spelling says so (past forms not ending in
-# "ed" and not in PARTICIPLES, adverbs not ending in "ly", number words),
-# so that "I went" stays and only "I say" becomes "Alice says"
+# modals and words that stand for a modal and a verb, which never take an "s":
+# "wan", "gon" are spaCy's first halves of "wanna", "gonna"; other forms stay
+# one token ("I gotta", "I ought to")
+NOT_INFLECTED = {
+    "wan", "gon", "dunno", "wanna", "gonna", "gotta", "hafta", "oughta", "shoulda", "coulda", "woulda",
+    "betcha", "cannot", "ought", "better",
+}  # fmt: skip
+# without a tagger, the words after a subject "I", "you" or "they" that are
+# not a present-tense verb although nothing in their spelling says so: past
+# forms not ending in "ed" (those in PARTICIPLES aside), verbs whose past is
+# spelled the same ("I beat him": past or present, so left), adverbs not
+# ending in "ly", time words and number words; so "I went" stays and only
+# "I say" becomes "Alice says"
 NOT_PRESENT_VERBS = {
     "went", "came", "ran", "saw", "knew", "took", "gave", "wrote", "ate", "began", "became", "drank",
     "drove", "chose", "rose", "fell", "flew", "grew", "threw", "drew", "wore", "tore", "swore", "spoke",
     "broke", "woke", "stole", "froze", "rode", "hid", "bit", "shook", "sang", "swam", "rang", "sank",
     "lay", "forgave", "forbade", "arose", "awoke", "overcame", "undertook", "mistook", "withdrew",
-    "sprang", "strove", "spat", "dove", "wove", "bore", "shrank", "stank", "slew", "fought", "quoth",
+    "sprang", "strove", "spat", "dove", "wove", "bore", "shrank", "stank", "slew", "quoth", "overheard",
+    "misunderstood", "upheld", "withheld", "undid", "foresaw", "overtook", "dwelt", "spilt", "strode", "bade",
+    "beat", "upset", "reset", "broadcast", "forecast", "bid", "rid", "thrust", "knit",
     "once", "often", "almost", "kinda", "sorta", "rather", "soon", "seldom", "ever", "hardly", "later",
-    "together", "alone", "first", "last", "else", "too", "yet", "again", "anyway", "though",
-    "hereby", "pretty", "kind", "sort", "sorry", "one", "two", "three", "four", "five", "both",
+    "together", "alone", "first", "last", "else", "anyway", "hereby", "pretty", "kind", "sort", "sorry",
+    "maybe", "quite", "somehow", "twice", "therefore", "instead", "alright", "nonetheless",
+    "today", "tomorrow", "tonight", "yesterday", "two", "three", "four", "five",
 }  # fmt: skip
-# present-tense verbs after "I" or "you" that the rules below would miss: some
+# present-tense verbs after a subject that the rules below would miss: some
 # end in "ed" ("I need"), "like" is a function word elsewhere, and "come",
 # "become", "overcome", "run" are participles only after "have" (their past
 # forms differ); "put", "read" and the like stay, past or present
@@ -204,13 +215,21 @@ VERB_AFTER_SUBJECT = {
 }  # fmt: skip
 # words before "you" that start a clause, so "you" is its subject ("if you
 # want") and not an object ("thank you so"); punctuation and the start of the
-# text do too
-CLAUSE_OPENERS = COORDINATORS | INTERJECTIONS | {
+# text do too, and "and", "or" after anything but an object pronoun ("I know
+# and you know"; not "met me and you")
+CLAUSE_OPENERS = INTERJECTIONS | {
     "but", "so", "if", "when", "whenever", "because", "cause", "that", "as", "while", "before", "after",
     "since", "unless", "until", "till", "though", "although", "where", "wherever", "whether", "once",
     "then", "now", "there", "how", "why", "what", "who", "which", "than", "also", "instead", "here",
     "first", "maybe", "perhaps", "otherwise", "anyway",
 }  # fmt: skip
+OBJECT_PRONOUNS = {"me", "him", "her", "us", "them", "it", "you"}
+# the endings of a capitalized head ending in s that is singular after all,
+# when the name stands for "they" ("the Areopagus", "New York Press"); "-is"
+# is not one of them there ("the Saudis", "Israelis")
+SINGULAR_NAME_ENDINGS = ("ss", "us")
+# words that start a group's name like a determiner ("Many Americans")
+QUANTIFIERS = {"many", "most", "few", "several", "other", "more"}
 # the third person singular of verbs that do not just add "s"/"es"
 IRREGULAR_THIRD_SINGULAR = {
     "have": "has", "do": "does", "undo": "undoes", "go": "goes", "forgo": "forgoes", "echo": "echoes",
@@ -755,9 +774,16 @@ def _agreeing_verb(
         if tagged and verb.tag_ and verb.tag_ not in ("VBP", "VBD"):
             return None  # a base form: "let you have"
         singular = SINGULAR_FORMS[lower]
-    elif tagged and verb.tag_ == "VBP" and verb.is_alpha and lower not in NOT_INFLECTED:
+    elif verb.tag_:
+        if verb.tag_ != "VBP" or not verb.is_alpha or lower in NOT_INFLECTED:
+            return None
         singular = _third_singular(lower)
-    elif not tagged and _reads_as_present_verb(verb) and (word != "you" or _opens_clause(before)):
+    elif (
+        verb.pos_ in ("", "VERB", "AUX")
+        and _reads_as_present_verb(verb)
+        and (word != "you" or _opens_clause(pronoun))
+    ):
+        # no tag: the spelling decides (a pipeline with a POS but no TAG: a verb)
         singular = _third_singular(lower)
     else:
         return None
@@ -771,18 +797,23 @@ def _agreeing_verb(
 
 
 def _reads_as_present_verb(token: "Token") -> bool:
-    """Without a tagger: whether the word after a subject "I" or "you" reads
-    as a verb in the present tense ("say", "guess"): a word in lower case,
-    not a function word, a pronoun, a past form or participle ("went",
-    "said", "asked"), an -ing form, an adverb ("kinda", "really", "once"), or
-    a word that already ends in "s" ("you guys", "I sometimes")."""
+    """Without a tag: whether the word after a subject "I", "you" or "they"
+    reads as a verb in the present tense ("say", "guess"): a word in lower
+    case, not a function word, a pronoun, a modal ("ca" of "ca n't",
+    "wanna"), a past form or participle ("went", "said", "asked"), an -ing
+    form, an adverb ("kinda", "once"), the first half of a hyphenated word
+    ("double-check"), or a word that ends in a single "s" ("you guys", "I
+    sometimes"; "I guess" is one)."""
     text = token.text
     lower = _word(token)
     if not token.is_alpha or not text.islower() or len(text) < 2:
         return False
     doc = token.doc
-    if token.i + 1 < len(doc) and _word(doc[token.i + 1]) == "n't":
+    following = doc[token.i + 1] if token.i + 1 < len(doc) else None
+    if following is not None and _word(following) == "n't":
         return False  # "ca n't", "wo n't": a modal
+    if following is not None and following.text == "-" and not token.whitespace_:
+        return False  # "double-check", "co-wrote": the word is the hyphenated whole
     if lower in VERB_AFTER_SUBJECT:
         return True
     if lower in FUNCTION_WORDS or lower in PRONOUNS or lower in NOT_INFLECTED or lower in BARE_CLITICS:
@@ -794,11 +825,22 @@ def _reads_as_present_verb(token: "Token") -> bool:
     return not lower.endswith("s") or lower.endswith("ss")
 
 
-def _opens_clause(before: str) -> bool:
-    """Whether the word before "you" (as `_word_before` gives it) starts a
+def _opens_clause(pronoun: "Token") -> bool:
+    """Whether the word before "you" (past "not" and whitespace) starts a
     clause that "you" is the subject of: the start of the text, punctuation,
-    a conjunction or an interjection ("if you want", ", you know")."""
-    return not before or not before[0].isalnum() or before in CLAUSE_OPENERS
+    one of CLAUSE_OPENERS ("if you want", ", you know", "then you go"), or
+    "and", "or" after anything but an object pronoun ("I know and you
+    know", not "met me and you")."""
+    before = _word_before(pronoun)
+    if not before or not before[0].isalnum() or before in CLAUSE_OPENERS:
+        return True
+    if before in COORDINATORS:
+        doc = pronoun.doc
+        for i in range(pronoun.i - 2, -1, -1):
+            if not doc[i].is_space:
+                return _word(doc[i]) not in OBJECT_PRONOUNS
+        return True
+    return False
 
 
 def _coordinated_after(pronoun: "Token") -> bool:
@@ -880,9 +922,12 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     of a few plurals like "people". The head part is the words before "of",
     "who", a comma, ... ("the members | of the club"), the head its last
     word, or the parse's root when there is a parse. they: the name
-    replaces "they", so a capitalized head ending in s (not "ss", "us") is a
-    plural ("Senators", "the Saudis": all 35 such "they" in OntoGUM's gold
-    clusters are, by its tags)."""
+    replaces "they", so a capitalized head ending in s (not
+    SINGULAR_NAME_ENDINGS) is a plural when the name is one word or starts
+    with a function word, a quantifier or a word in lower case ("Senators",
+    "the Saudis", "Many Americans": 32 of the 35 such "they" in OntoGUM's
+    gold clusters, all plural by its tags); two capitalized words are taken
+    for a person ("Sam Evans ... they"), so "Republican Senators" is not."""
     part = _head_part(representative)
     if parsed:
         head = representative.root
@@ -902,8 +947,12 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     if lower in PLURAL_WORDS:
         return True
     if head.is_title and lower not in FUNCTION_WORDS:
-        # a name ("James"), but "Senators", "the Saudis" ... they; not "the Areopagus"
-        return they and lower.endswith("s") and not lower.endswith(("ss", "us"))
+        # a name ("James"), but "Senators", "the Saudis" ... they; not "the
+        # Areopagus", nor a person's name of two words ("Sam Evans ... they")
+        words = [token for token in part if token.is_alpha] or [head]
+        first = words[0]
+        group_shape = len(words) == 1 or first.is_lower or first.lower_ in FUNCTION_WORDS or first.lower_ in QUANTIFIERS
+        return they and group_shape and lower.endswith("s") and not lower.endswith(SINGULAR_NAME_ENDINGS)
     return lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS)
 
 
