@@ -470,6 +470,11 @@ def test_without_a_tagger_a_present_verb_after_i_or_you_agrees_by_its_spelling()
         result = resolve(doc)
         assert [e.text for e in result.edits] == ["Julie"], text
         assert result.text == "Julie spoke . " + text.replace(pronoun, "Julie", 1), text
+    # a pipeline that gives parts of speech but no tags: the spelling decides for a VERB
+    words = ["Julie", "spoke", ".", "I", "say", "no", "."]
+    pos = ["PROPN", "VERB", "PUNCT", "PRON", "VERB", "INTJ", "PUNCT"]
+    doc = make_doc(None, [[(0, 1), (3, 4)]], words=words, pos=pos)
+    assert resolve(doc).text == "Julie spoke . Julie says no ."
 
 
 def test_a_pronoun_before_an_ambiguous_clitic_is_left_alone():
