@@ -229,7 +229,7 @@ OBJECT_PRONOUNS = {"me", "him", "her", "us", "them", "it", "you"}
 # is not one of them there ("the Saudis", "Israelis")
 SINGULAR_NAME_ENDINGS = ("ss", "us")
 # words beside a lower-case word ending in s that make it a verb, not a
-# plural noun ("it takes", "which migrates", "reduces these")
+# plural noun ("it takes", "who knows", "reduces these")
 SUBJECT_BEFORE_VERB = {"he", "she", "it", "who", "there"}
 DETERMINER_AFTER_VERB = {"a", "an", "the", "these", "those", "its", "his", "their", "each", "every", "our", "my", "your"}
 # words that start a group's name like a determiner ("Many Americans")
@@ -947,8 +947,9 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     SINGULAR_NAME_ENDINGS) is a plural when the name is one word or starts
     with a function word, a quantifier or a word in lower case ("Senators",
     "the Saudis", "Many Americans": 32 of the 35 such "they" in OntoGUM's
-    gold clusters, all plural by its tags); two capitalized words are taken
-    for a person ("Sam Evans ... they"), so "Republican Senators" is not."""
+    gold clusters, all plural by its tags); a name of capitalized words is
+    taken for a person's ("Sam Evans ... they"), so "Republican Senators" is
+    not."""
     part = _head_part(representative)
     if parsed:
         head = representative.root
@@ -969,7 +970,7 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
         return True
     if head.is_title and lower not in FUNCTION_WORDS:
         # a name ("James"), but "Senators", "the Saudis" ... they; not "the
-        # Areopagus", nor a person's name of two words ("Sam Evans ... they")
+        # Areopagus", nor a person's name of capitalized words ("Sam Evans ... they")
         words = [token for token in part if token.is_alpha] or [head]
         first = words[0]
         group_shape = len(words) == 1 or first.is_lower or first.lower_ in FUNCTION_WORDS or first.lower_ in QUANTIFIERS

@@ -414,7 +414,7 @@ def test_the_verb_after_i_you_they_agrees_with_a_singular_name():
         ("The Beatles played. They've gone.", "The Beatles played. The Beatles have gone."),
         ("The firm called. They are late and they say sorry.", "The firm called. The firm is late and the firm says sorry."),
         ("James called. You're late.", "James called. James is late."),
-        # two capitalized words are taken for a person's name (singular "they")
+        # a name of capitalized words is taken for a person's (singular "they")
         ("Sam Evans called. They say hi.", "Sam Evans called. Sam Evans says hi."),
         ("The Saudis called. They say hi.", "The Saudis called. The Saudis say hi."),
     ):
