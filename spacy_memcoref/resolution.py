@@ -802,7 +802,7 @@ def _agreeing_verb(
     elif (
         verb.pos_ in ("", "VERB", "AUX")
         and _reads_as_present_verb(verb)
-        and (word != "you" or _opens_clause(pronoun))
+        and (word != "you" or _opens_clause(pronoun, before))
     ):
         # no tag: the spelling decides (a pipeline with a POS but no TAG: a verb)
         singular = _third_singular(lower)
@@ -846,13 +846,12 @@ def _reads_as_present_verb(token: "Token") -> bool:
     return not lower.endswith("s") or lower.endswith("ss")
 
 
-def _opens_clause(pronoun: "Token") -> bool:
-    """Whether the word before "you" (past "not" and whitespace) starts a
+def _opens_clause(pronoun: "Token", before: str) -> bool:
+    """Whether `before`, the word before "you" (`_word_before`), starts a
     clause that "you" is the subject of: the start of the text, punctuation,
     one of CLAUSE_OPENERS ("if you want", ", you know", "then you go"), or
     "and", "or" after anything but an object pronoun ("I know and you
     know", not "met me and you")."""
-    before = _word_before(pronoun)
     if not before or not before[0].isalnum() or before in CLAUSE_OPENERS:
         return True
     if before in COORDINATORS:
@@ -951,6 +950,7 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     taken for a person's ("Sam Evans ... they"), so "Republican Senators" is
     not."""
     part = _head_part(representative)
+    words = [token for token in part if token.is_alpha]
     if parsed:
         head = representative.root
         if any(child.dep_ == "conj" for child in head.children):
@@ -958,7 +958,6 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     else:
         if any(token.lower_ in ("and", "&") for token in part):
             return True
-        words = [token for token in part if token.is_alpha]
         head = words[-1] if words else part[-1]
     if tagged and head.tag_:
         return head.tag_ in ("NNS", "NNPS")
@@ -971,10 +970,10 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
     if head.is_title and lower not in FUNCTION_WORDS:
         # a name ("James"), but "Senators", "the Saudis" ... they; not "the
         # Areopagus", nor a person's name of capitalized words ("Sam Evans ... they")
-        words = [token for token in part if token.is_alpha] or [head]
-        first = words[0]
-        group_shape = len(words) == 1 or first.is_lower or first.lower_ in FUNCTION_WORDS or first.lower_ in QUANTIFIERS
-        return they and group_shape and lower.endswith("s") and not lower.endswith(SINGULAR_NAME_ENDINGS)
+        if not they or not lower.endswith("s") or lower.endswith(SINGULAR_NAME_ENDINGS):
+            return False
+        first = words[0] if words else head
+        return len(words) <= 1 or first.is_lower or first.lower_ in FUNCTION_WORDS or first.lower_ in QUANTIFIERS
     return lower.endswith("s") and not lower.endswith(SINGULAR_ENDINGS)
 
 
