@@ -41,13 +41,13 @@ set by hand. spaCy only (no torch). The rules, in order:
    verb made to agree (`_agreeing_verb`): be, have and do ("I am" -> "Alice
    is", "you don't" -> "Bob doesn't"), and any present-tense verb ("I say"
    -> "Alice says"): with a tagger one tagged VBP; without one, a word
-   after "I" or "they", or after "you" where a clause starts, that reads as
-   one by its spelling (`_reads_as_present_verb`); not after an auxiliary
-   ("why don't you have") or a causative ("let you have"), in a coordinated
-   subject ("Bob and I are"), or for the subjunctive "I were". A name that
-   "they" stands for is plural when its head ends in s, capitalized too
-   unless the name looks like a person's ("Senators", "the Saudis"; not
-   "Sam Evans").
+   after "I" or "they", or after "you" where a clause starts ("if you",
+   "the countries you"), that reads as one by its spelling
+   (`_reads_as_present_verb`); not after an auxiliary ("why don't you
+   have") or a causative ("let you have"), in a coordinated subject ("Bob
+   and I are"), or for the subjunctive "I were". A name that "they" stands
+   for is plural when its head ends in s, capitalized too unless the name
+   looks like a person's ("Senators", "the Saudis"; not "Sam Evans").
 6. Reflexives ("herself") are kept, and so is a mention inside its own
    cluster's representative ({"Her mother", "Her", "she"}: "Her" stays).
 7. Case follows position: a replacement that starts a sentence, or that
@@ -206,11 +206,13 @@ NOT_PRESENT_VERBS = {
     "today", "tomorrow", "tonight", "yesterday", "two", "three", "four", "five",
 }  # fmt: skip
 # present-tense verbs after a subject that the rules below would miss: some
-# end in "ed" ("I need"), "like" is a function word elsewhere, and "come",
-# "become", "overcome", "run" are participles only after "have" (their past
-# forms differ); "put", "read" and the like stay, past or present
+# end in "ed" ("I need") or "ly" ("you multiply"), "like" is a function word
+# elsewhere, and "come", "become", "overcome", "run" are participles only
+# after "have" (their past forms differ); "put", "read" and the like stay,
+# past or present
 VERB_AFTER_SUBJECT = {
     "need", "feed", "bleed", "breed", "speed", "proceed", "succeed", "exceed", "heed", "embed",
+    "apply", "reply", "supply", "multiply", "comply", "imply", "rely", "fly", "ally", "rally", "tally", "bully",
     "like", "come", "become", "overcome", "run",
 }  # fmt: skip
 # words before "you" that start a clause, so "you" is its subject ("if you
@@ -224,6 +226,12 @@ CLAUSE_OPENERS = INTERJECTIONS | {
     "first", "maybe", "perhaps", "otherwise", "anyway",
 }  # fmt: skip
 OBJECT_PRONOUNS = {"me", "him", "her", "us", "them", "it", "you"}
+# determiners before a noun that a relative clause with "you" as its subject
+# follows ("the countries you own", "every time you go", "whatever container
+# you put it in")
+RELATIVE_DETERMINERS = {
+    "the", "a", "an", "every", "each", "any", "whatever", "whichever", "this", "these", "those", "some", "no",
+}  # fmt: skip
 # the endings of a capitalized head ending in s that is singular after all,
 # when the name stands for "they" ("the Areopagus", "New York Press"); "-is"
 # is not one of them there ("the Saudis", "Israelis")
@@ -760,13 +768,14 @@ def _agreeing_verb(
     do ("I am" -> "Alice is", "you don't" -> "Bob doesn't"), or any
     present-tense verb ("I say" -> "Alice says"): with a tagger one tagged
     VBP, without one a word after "I" or "they", or after "you" where a
-    clause starts (`_opens_clause`: "if you want", not "thank you so"), that
-    reads as one (`_reads_as_present_verb`). None when nothing changes: a
-    plural name, another verb, an object pronoun, an auxiliary before the
-    pronoun ("do you have", "why don't you have"), "you" after a causative
-    ("let you have"), a coordinated subject ("Bob and I are"), the
-    subjunctive "I were", and with a tagger a form of be, have or do not
-    tagged VBP/VBD. "am" follows "I" alone and always becomes "is"."""
+    clause starts (`_opens_clause`: "if you want", "the countries you own",
+    not "thank you so"), that reads as one (`_reads_as_present_verb`).
+    None when nothing changes: a plural name, another verb, an object
+    pronoun, an auxiliary before the pronoun ("do you have", "why don't you
+    have"), "you" after a causative ("let you have"), a coordinated subject
+    ("Bob and I are"), the subjunctive "I were", and with a tagger a form of
+    be, have or do not tagged VBP/VBD. "am" follows "I" alone and always
+    becomes "is"."""
     word = _word(pronoun)
     if form != "personal" or word not in AGREEMENT_SUBJECTS:
         return None
@@ -822,9 +831,9 @@ def _reads_as_present_verb(token: "Token") -> bool:
     reads as a verb in the present tense ("say", "guess"): a word in lower
     case, not a function word, a pronoun, a modal ("ca" of "ca n't",
     "wanna"), a past form or participle ("went", "said", "asked"), an -ing
-    form, an adverb ("kinda", "once"), the first half of a hyphenated word
-    ("double-check"), or a word that ends in a single "s" ("you guys", "I
-    sometimes"; "I guess" is one)."""
+    form, an adverb ("kinda", "once", "simply"; not "apply"), the first half
+    of a hyphenated word ("double-check"), or a word that ends in a single
+    "s" ("you guys", "I sometimes"; "I guess" is one)."""
     text = token.text
     lower = _word(token)
     if not token.is_alpha or not text.islower() or len(text) < 2:
@@ -849,10 +858,13 @@ def _reads_as_present_verb(token: "Token") -> bool:
 def _opens_clause(pronoun: "Token", before: str) -> bool:
     """Whether `before`, the word before "you" (`_word_before`), starts a
     clause that "you" is the subject of: the start of the text, punctuation,
-    one of CLAUSE_OPENERS ("if you want", ", you know", "then you go"), or
+    one of CLAUSE_OPENERS ("if you want", ", you know", "then you go"),
     "and", "or" after anything but an object pronoun ("I know and you
-    know", not "met me and you")."""
+    know", not "met me and you"), or a noun right after a determiner, which
+    a relative clause follows ("the countries you own", `_after_noun_phrase`)."""
     if not before or not before[0].isalnum() or before in CLAUSE_OPENERS:
+        return True
+    if _after_noun_phrase(pronoun):
         return True
     if before in COORDINATORS:
         doc = pronoun.doc
@@ -861,6 +873,27 @@ def _opens_clause(pronoun: "Token", before: str) -> bool:
                 return _word(doc[i]) not in OBJECT_PRONOUNS
         return True
     return False
+
+
+def _after_noun_phrase(pronoun: "Token") -> bool:
+    """Whether the two words right before the pronoun are one of
+    RELATIVE_DETERMINERS and a lower-case word that is not a function word,
+    pronoun, past form or adverb, read as a noun ("the countries you own",
+    "every time you go"; not "the only you")."""
+    doc = pronoun.doc
+    if pronoun.i < 2:
+        return False
+    determiner, noun = doc[pronoun.i - 2], doc[pronoun.i - 1]
+    word = _word(noun)
+    return (
+        _word(determiner) in RELATIVE_DETERMINERS
+        and noun.is_alpha
+        and noun.text.islower()
+        and word not in FUNCTION_WORDS
+        and word not in PRONOUNS
+        and word not in NOT_PRESENT_VERBS
+        and not word.endswith("ly")
+    )
 
 
 def _coordinated_after(pronoun: "Token") -> bool:

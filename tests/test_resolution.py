@@ -460,6 +460,11 @@ def test_without_a_tagger_a_present_verb_after_i_or_you_agrees_by_its_spelling()
         ("Yeah , you know .", "Yeah , Julie knows ."),
         ("If you want , go .", "If Julie wants , go ."),
         ("I know and you know .", "I know and Julie knows ."),
+        # a relative clause after a determiner and a noun, and verbs ending in "ly"
+        ("I count the countries you own .", "I count the countries Julie owns ."),
+        ("Every time you go , I cry .", "Every time Julie goes , I cry ."),
+        ("And then you multiply it .", "And then Julie multiplies it ."),
+        ("If you apply in person , wait .", "If Julie applies in person , wait ."),
     ):
         pronoun = "you" if "you" in text.split() else "I"
         doc = by_words("Julie spoke . " + text, [("Julie", 0), (pronoun, 0)])
@@ -472,6 +477,7 @@ def test_without_a_tagger_a_present_verb_after_i_or_you_agrees_by_its_spelling()
         "I kind of like it .", "I once knew it .", "I maybe should go .", "I put it there .", "I beat him .",
         "I overheard them .", "I sometimes go .", "I double-check it .", "I tomorrow leave .",
         "Thank you so much .", "I told you twice .", "She met me and you today .",
+        "I simply go .", "Give the dog you fed water .",
     ):
         pronoun = "you" if "you" in text.split() else "I"
         doc = by_words("Julie spoke . " + text, [("Julie", 0), (pronoun, 0)])
@@ -799,9 +805,10 @@ def test_untagged_verb_agreement_follows_gold_tags_on_every_i_you_and_they(gold_
             both += untagged is not None and untagged == with_tags
             untagged_only += untagged is not None and untagged != with_tags
             tagged_only += with_tags is not None and untagged != with_tags
-    # 1,313 both, 11 untagged only ("You ass", "i square root"), 61 tagged only ("countries you own")
-    assert both > 1200
-    assert untagged_only <= 0.02 * both and tagged_only <= 0.08 * both, (both, untagged_only, tagged_only)
+    # 1,325 both, 11 untagged only ("You ass", "i square root"), 49 tagged only ("countries
+    # you own" without a determiner, "I bet", "you know" after a noun)
+    assert both > 1300
+    assert untagged_only <= 0.02 * both and tagged_only <= 0.045 * both, (both, untagged_only, tagged_only)
 
 
 @pytest.mark.shared_data
