@@ -237,8 +237,11 @@ RELATIVE_DETERMINERS = {
 # is not one of them there ("the Saudis", "Israelis")
 SINGULAR_NAME_ENDINGS = ("ss", "us")
 # words beside a lower-case word ending in s that make it a verb, not a
-# plural noun ("it takes", "who knows", "reduces these")
-SUBJECT_BEFORE_VERB = {"he", "she", "it", "who", "there"}
+# plural noun ("it takes", "who knows", "everyone craves", "reduces these")
+SUBJECT_BEFORE_VERB = {
+    "he", "she", "it", "who", "there",
+    "someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody",
+}  # fmt: skip
 DETERMINER_AFTER_VERB = {"a", "an", "the", "these", "those", "its", "his", "their", "each", "every", "our", "my", "your"}
 # words that start a group's name like a determiner ("Many Americans")
 QUANTIFIERS = {"many", "most", "few", "several", "other", "more"}
@@ -524,10 +527,11 @@ def _names_alone(token: "Token", tagged: bool) -> bool:
 def _verb_by_its_neighbours(token: "Token") -> bool:
     """Without a tagger: whether a lower-case word ending in s is a verb
     ("it takes", "theory explains a") rather than a plural noun, by the
-    words beside it: a singular subject pronoun before it, or a determiner
-    after it. On OntoGUM's every such word, by its gold tags: 183 verbs
-    (VBZ) and 5 others after the pronouns, 172 verbs and 41 others before
-    the determiners ("some cases a")."""
+    words beside it: a singular subject pronoun before it ("everyone
+    craves"), or a determiner after it. On OntoGUM's every such word that
+    is not a function word, by its gold tags: 198 verbs (VBZ) and 6 others
+    after the pronouns (15 and 0 of them after "everyone" and the like),
+    203 verbs and 44 others before the determiners ("some cases a")."""
     doc = token.doc
     before = _word(doc[token.i - 1]) if token.i > 0 else ""
     after = _word(doc[token.i + 1]) if token.i + 1 < len(doc) else ""
