@@ -227,11 +227,12 @@ CLAUSE_OPENERS = INTERJECTIONS | {
 }  # fmt: skip
 OBJECT_PRONOUNS = {"me", "him", "her", "us", "them", "it", "you"}
 # determiners before a noun that a relative clause with "you" as its subject
-# follows ("the countries you own", "every time you go", "whatever container
-# you put it in")
-RELATIVE_DETERMINERS = {
-    "the", "a", "an", "every", "each", "any", "whatever", "whichever", "this", "these", "those", "some", "no",
-}  # fmt: skip
+# follows ("the countries you own", "every time you go"); not those that
+# stand alone as pronouns before a verb ("this gives you time", "some call
+# you"), and after a singular one the noun does not end in a single s
+# ("each costs you": a verb)
+RELATIVE_DETERMINERS = {"the", "a", "an", "every", "each", "whatever", "whichever"}
+SINGULAR_DETERMINERS = {"a", "an", "every", "each"}
 # the endings of a capitalized head ending in s that is singular after all,
 # when the name stands for "they" ("the Areopagus", "New York Press"); "-is"
 # is not one of them there ("the Saudis", "Israelis")
@@ -529,9 +530,10 @@ def _verb_by_its_neighbours(token: "Token") -> bool:
     ("it takes", "theory explains a") rather than a plural noun, by the
     words beside it: a singular subject pronoun before it ("everyone
     craves"), or a determiner after it. On OntoGUM's every such word that
-    is not a function word, by its gold tags: 198 verbs (VBZ) and 6 others
+    `_names_alone` would take for a plural (not a function word, not ending
+    in SINGULAR_ENDINGS), by its gold tags: 198 verbs (VBZ) and 5 others
     after the pronouns (15 and 0 of them after "everyone" and the like),
-    203 verbs and 44 others before the determiners ("some cases a")."""
+    203 verbs and 41 others before the determiners ("some cases a")."""
     doc = token.doc
     before = _word(doc[token.i - 1]) if token.i > 0 else ""
     after = _word(doc[token.i + 1]) if token.i + 1 < len(doc) else ""
@@ -880,24 +882,23 @@ def _opens_clause(pronoun: "Token", before: str) -> bool:
 
 
 def _after_noun_phrase(pronoun: "Token") -> bool:
-    """Whether the two words right before the pronoun are one of
-    RELATIVE_DETERMINERS and a lower-case word that is not a function word,
-    pronoun, past form or adverb, read as a noun ("the countries you own",
-    "every time you go"; not "the only you")."""
+    """Whether the two words before the pronoun (past whitespace) are one
+    of RELATIVE_DETERMINERS and a lower-case word read as a noun: not a
+    function word, pronoun, irregular past form or "thank" ("a thank you
+    note"), and after a singular determiner not a word ending in a single
+    s ("each costs you"). So "the countries you own", "every time you go",
+    "the family you love"; not "this gives you time"."""
     doc = pronoun.doc
-    if pronoun.i < 2:
+    words = [t for t in doc[max(0, pronoun.i - 4) : pronoun.i] if not t.is_space][-2:]
+    if len(words) < 2:
         return False
-    determiner, noun = doc[pronoun.i - 2], doc[pronoun.i - 1]
+    determiner, noun = _word(words[0]), words[1]
     word = _word(noun)
-    return (
-        _word(determiner) in RELATIVE_DETERMINERS
-        and noun.is_alpha
-        and noun.text.islower()
-        and word not in FUNCTION_WORDS
-        and word not in PRONOUNS
-        and word not in NOT_PRESENT_VERBS
-        and not word.endswith("ly")
-    )
+    if determiner not in RELATIVE_DETERMINERS or not noun.is_alpha or not noun.text.islower():
+        return False
+    if word in FUNCTION_WORDS or word in PRONOUNS or word in NOT_PRESENT_VERBS or word == "thank":
+        return False
+    return not (determiner in SINGULAR_DETERMINERS and word.endswith("s") and not word.endswith("ss"))
 
 
 def _coordinated_after(pronoun: "Token") -> bool:

@@ -466,6 +466,7 @@ def test_without_a_tagger_a_present_verb_after_i_or_you_agrees_by_its_spelling()
         # a relative clause after a determiner and a noun, and verbs ending in "ly"
         ("I count the countries you own .", "I count the countries Julie owns ."),
         ("Every time you go , I cry .", "Every time Julie goes , I cry ."),
+        ("I hug the family you love .", "I hug the family Julie loves ."),
         ("And then you multiply it .", "And then Julie multiplies it ."),
         ("If you apply in person , wait .", "If Julie applies in person , wait ."),
     ):
@@ -480,7 +481,7 @@ def test_without_a_tagger_a_present_verb_after_i_or_you_agrees_by_its_spelling()
         "I kind of like it .", "I once knew it .", "I maybe should go .", "I put it there .", "I beat him .",
         "I overheard them .", "I sometimes go .", "I double-check it .", "I tomorrow leave .",
         "Thank you so much .", "I told you twice .", "She met me and you today .",
-        "I simply go .", "Give the dog you fed water .",
+        "I simply go .", "This gives you time .", "These cost you money .", "Each costs you money .",
     ):
         pronoun = "you" if "you" in text.split() else "I"
         doc = by_words("Julie spoke . " + text, [("Julie", 0), (pronoun, 0)])
