@@ -93,7 +93,7 @@ REFLEXIVES = {
 }  # fmt: skip
 OTHER_PRONOUNS = {
     "this", "that", "these", "those", "who", "whom", "whose", "which", "what",
-    "one", "ones", "someone", "somebody", "anyone", "everyone", "nobody", "something",
+    "one", "ones", "someone", "somebody", "anyone", "anybody", "everyone", "everybody", "nobody", "something",
     "anything", "everything", "nothing", "here", "there", "where", "when",
 }  # fmt: skip
 PRONOUNS = set(SUBJECT_OBJECT) | set(POSSESSIVE_DETERMINERS) | set(STANDALONE_POSSESSIVES) | REFLEXIVES | {"her"} | OTHER_PRONOUNS

@@ -160,6 +160,9 @@ def test_a_lone_verb_or_adjective_does_not_name_a_cluster():
     assert resolve(doc).text == doc.text
     doc = by_words("Like , everyone craves that . It is fine .", [("craves", 0), ("It", 0)])
     assert resolve(doc).text == doc.text
+    # "everybody" and "anybody" are pronouns like "everyone", and name nothing
+    doc = by_words("Everybody came . They left .", [("Everybody", 0), ("They", 0)])
+    assert resolve(doc).text == doc.text
     doc = by_words("the theory explains the data . It is new .", [("explains", 0), ("It", 0)])
     assert resolve(doc).text == doc.text
     doc = by_words("many researchers came . They left .", [("researchers", 0), ("They", 0)])
