@@ -858,7 +858,13 @@ def _reads_as_present_verb(token: "Token") -> bool:
         return False
     if lower.endswith(("ed", "ing", "ly")):
         return False
-    return not lower.endswith("s") or lower.endswith("ss")
+    return not _ends_in_one_s(lower)
+
+
+def _ends_in_one_s(word: str) -> bool:
+    """Whether a word ends in one s ("guys", "costs"; not "guess"): a plural
+    or third-person form by its spelling."""
+    return word.endswith("s") and not word.endswith("ss")
 
 
 def _opens_clause(pronoun: "Token", before: str) -> bool:
@@ -898,7 +904,7 @@ def _after_noun_phrase(pronoun: "Token") -> bool:
         return False
     if word in FUNCTION_WORDS or word in PRONOUNS or word in NOT_PRESENT_VERBS or word == "thank":
         return False
-    return not (determiner in SINGULAR_DETERMINERS and word.endswith("s") and not word.endswith("ss"))
+    return not (determiner in SINGULAR_DETERMINERS and _ends_in_one_s(word))
 
 
 def _coordinated_after(pronoun: "Token") -> bool:
