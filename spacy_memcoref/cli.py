@@ -17,9 +17,13 @@ from .loading import load_pipeline
 
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
 COMMAND_ORDER = (
-    "convert", "export", "score", "tune-link-threshold", "tune-gap-threshold",
+    "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
     "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
 )
+
+
+# `memcoref train` stopped by a signal, a checkpoint written: resumable
+EXIT_STOPPED = 3
 
 
 class _WorkflowOrder(typer.core.TyperGroup):
@@ -335,6 +339,56 @@ def _output_path(model: str, output: Optional[Path]) -> Path:
     if Path(model).is_dir():
         return Path(model)
     raise ValueError(f"{model!r} is not a directory: give --output to save the pipeline")
+
+
+@app.command(
+    "train",
+    short_help="spacy train with checkpoints: a stopped run continues with --resume.",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def train_cmd(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., help="The training config (any `spacy train` config)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder: model-best, model-last and the checkpoints (none without it)."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for the CPU."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the newest complete checkpoint in --output (of the same config and overrides)."),
+    code: Optional[Path] = typer.Option(None, "--code", "-c", help="A Python file with registered functions, as for spacy train."),
+):
+    """Train as `spacy train CONFIG --output DIR [--section.key value ...]`
+    does, the same updates, and write a checkpoint (weights, optimizer,
+    schedules, random states, best score) every
+    [training.before_update] checkpoint_every updates and at SIGTERM or
+    Ctrl-C. `--resume` continues a stopped run from its last complete
+    checkpoint and ends where the uninterrupted run ends. Exit code 3: stopped, resumable."""
+    from spacy import util as spacy_util
+    from spacy.cli._util import import_code, parse_config_overrides, setup_gpu, show_validation_error
+    from spacy.training.initialize import init_nlp
+
+    from .errors import CheckpointError, TrainingStopped
+    from .training import checkpoint as ckpt
+    from .training.loop import train
+
+    overrides = parse_config_overrides(ctx.args)
+    import_code(code)
+    if not config_path.is_file():
+        raise _fail(CheckpointError(config_path, "no such config file"))
+    if output is None and resume:
+        raise _fail(CheckpointError(None, "--resume needs the --output folder that holds the checkpoints"))
+    existing = ckpt.complete_checkpoints(output) if output is not None else []
+    if existing and not resume:
+        raise _fail(CheckpointError(output, f"holds a checkpoint ({existing[-1].name}): --resume continues it; another --output, or removing the checkpoint-* folders, starts again"))
+    setup_gpu(gpu_id)
+    with show_validation_error(config_path):
+        config = spacy_util.load_config(config_path, overrides=overrides, interpolate=False)
+    with show_validation_error(config_path, hint_fill=False):
+        nlp = init_nlp(config, use_gpu=gpu_id)
+    try:
+        train(nlp, output, use_gpu=gpu_id, resume=resume)
+    except CheckpointError as err:
+        raise _fail(err)
+    except TrainingStopped as stopped:
+        typer.echo(f"stopped after {stopped.step} updates; continue with the same command and --resume")
+        raise typer.Exit(code=EXIT_STOPPED)
 
 
 @app.command("tune-gap-threshold", short_help='PeTra: calibrate and choose the GAP decision threshold on validation data.')

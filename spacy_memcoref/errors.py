@@ -89,3 +89,31 @@ class AnnotateError(RuntimeError):
 class Terminated(AnnotateError):
     """The annotate run was stopped by SIGTERM: the workers were stopped and
     the shards written so far are kept, so that a rerun resumes."""
+
+
+class CheckpointError(ValueError):
+    """A training checkpoint that cannot be continued: of another config or
+    format, damaged, or none where one was asked for.
+
+    path (Optional[Path]): the checkpoint (or output) folder, where known.
+    reason (str): why.
+    """
+
+    def __init__(self, path: Optional[Path], reason: str) -> None:
+        self.path = Path(path) if path is not None else None
+        self.reason = shorten(reason)
+        super().__init__(f"{path}: {self.reason}" if path is not None else self.reason)
+
+
+class TrainingStopped(RuntimeError):
+    """Training stopped at a signal (SIGTERM, SIGINT) or at a requested step,
+    after writing a checkpoint that `memcoref train --resume` continues.
+
+    step (int): the updates done.
+    checkpoint (Path): the checkpoint written.
+    """
+
+    def __init__(self, step: int, checkpoint: Path) -> None:
+        self.step = step
+        self.checkpoint = Path(checkpoint)
+        super().__init__(f"training stopped after {step} updates; checkpoint {checkpoint}")

@@ -113,7 +113,7 @@ def _set_threads(threads: int) -> None:
 
 @registry.callbacks("spacy_memcoref.before_update.v1")
 def make_before_update(
-    threads: int = 0, release_memory: bool = True, numpy_dropout: bool = True
+    threads: int = 0, release_memory: bool = True, numpy_dropout: bool = True, checkpoint_every: int = 0
 ) -> Callable[[Language, Dict[str, Any]], None]:
     """Set up the training process: (release_memory) glibc settings that
     keep RSS flat over the steps (`release_memory_settings`), applied when
@@ -132,9 +132,15 @@ def make_before_update(
     threads (int): torch.set_num_threads value; 0 leaves torch's default.
     release_memory (bool): apply the glibc settings (no effect without glibc).
     numpy_dropout (bool): draw dropout masks with numpy where torch's are slow.
+    checkpoint_every (int): `memcoref train` writes a checkpoint every this
+        many updates (and at SIGTERM), so that `--resume` continues a stopped
+        run (training/loop.py); 0: only at SIGTERM. Plain `spacy train`
+        writes none.
     RETURNS (Callable): a before_update callback.
     """
     _check_threads("spacy_memcoref.before_update.v1", threads)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise ValueError(f"spacy_memcoref.before_update.v1: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     if not isinstance(release_memory, bool):
         raise ValueError(f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}")
     glibc = _glibc() if release_memory and release_memory_settings() else None
@@ -155,6 +161,8 @@ def make_before_update(
         if glibc is not None and info.get("step", 0) % TRIM_EVERY == 0:
             glibc.malloc_trim(0)
 
+    # read by training/loop.py (checkpoint_every there)
+    before_update.checkpoint_every = checkpoint_every  # type: ignore[attr-defined]
     return before_update
 
 

@@ -959,7 +959,7 @@ def _train_argv(line: str) -> List[str]:
     proc = run_script(SCRIPTS / "train.py", *tokens[2:], "--dry-run")
     assert proc.returncode == 0, proc.stderr
     argv = shlex.split(proc.stdout.strip().splitlines()[-1])
-    assert argv[1:4] == ["-m", "spacy", "train"], argv
+    assert argv[1:4] == ["-m", "spacy_memcoref", "train"], argv
     return argv[4:]
 
 
@@ -985,7 +985,7 @@ STEP_KEYS = ("--training.max_steps", "--training.optimizer.learn_rate.total_step
     "s2e_config,petra_config,s2e_steps,petra_steps",
     [
         ("configs/s2e.cfg", "configs/petra_gap.cfg", 3000, 600),
-        ("configs/s2e_base.cfg", "configs/petra_gap_base.cfg", 4500, 800),
+        ("configs/s2e_base.cfg", "configs/petra_gap_base.cfg", 4000, 800),
         ("configs/s2e_gpu.cfg", "configs/petra_gap_base.cfg", 20000, 800),
     ],
 )
@@ -1038,8 +1038,8 @@ def test_train_wrapper_runs_spacy_train(tmp_path):
     proc = run_script(SCRIPTS / "train.py", tmp_path / "missing.cfg", "--training.max_steps", "config", "--gpu-id", "-1")
     assert proc.returncode != 0
     command = shlex.split(proc.stdout.strip().splitlines()[0])
-    assert command[1:] == ["-m", "spacy", "train", str(tmp_path / "missing.cfg"), "--gpu-id", "-1"]
-    assert "missing.cfg" in proc.stdout + proc.stderr  # spaCy's own error
+    assert command[1:] == ["-m", "spacy_memcoref", "train", str(tmp_path / "missing.cfg"), "--gpu-id", "-1"]
+    assert "missing.cfg: no such config file" in proc.stdout + proc.stderr
     proc = run_script(SCRIPTS / "train.py", "configs/s2e.cfg", "--gpu-id", "config", "--dry-run")
     assert proc.returncode == 2 and "only `--section.key` overrides" in proc.stderr
 
@@ -1047,14 +1047,22 @@ def test_train_wrapper_runs_spacy_train(tmp_path):
 def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatch):
     train = _load_script("train")
     runs = []
-    monkeypatch.setattr(train.subprocess, "run", lambda cmd, env=None: runs.append((cmd, env)) or subprocess.CompletedProcess(cmd, 0))
+
+    class Child:
+        def __init__(self, cmd, env=None):
+            runs.append((cmd, env))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(train.subprocess, "Popen", Child)
     monkeypatch.setenv("MEMCOREF_TEST_MARK", "kept")
     monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
     assert train.main(["configs/s2e.cfg", "--gpu-id", "-1"]) == 0
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")  # a caller's own value wins
     assert train.main(["configs/s2e.cfg", "--gpu-id", "-1"]) == 0
     assert [env["THP_MEM_ALLOC_ENABLE"] for _, env in runs] == ["1", "0"]
-    assert all(env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy", "train"] for cmd, env in runs)
+    assert all(env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy_memcoref", "train"] for cmd, env in runs)
 
 
 @pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap"])
@@ -1063,8 +1071,8 @@ def test_shipped_models_train_through_the_train_wrapper(name):
     assert first[1] == "scripts/train.py" and (REPO / first[1]).is_file()
     recipe = srsly.read_json(REPO / "configs" / "pretrained" / f"{name}.json")["recipe"]
     spacy_train = _load_script("train").train_argv(first[2:])
-    # the recipe reaches `spacy train` whole: its config first, every setting kept
-    assert spacy_train[1:5] == ["-m", "spacy", "train", recipe["config"]] and spacy_train[4:] == first[2:]
+    # the recipe reaches `memcoref train` whole: its config first, every setting kept
+    assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == first[2:]
     assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
 
 
