@@ -19,7 +19,7 @@ component hands them over with `PeTraDecoder.configure`. A setting that is
 not given is not applied: no calibration, no stored threshold (readers then
 use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
 """
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -27,6 +27,7 @@ from spacy.tokens import Doc
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.memory_log import set_memory_log
 from .calibration import IDENTITY, calibrate, check_calibration
+from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character
 
 # the decision threshold where none is given (the scorer's default, and the
 # threshold of Docs whose gap_probs store none)
@@ -129,9 +130,16 @@ class PeTraDecoder:
 
     # ----- the Doc --------------------------------------------------------------
 
-    def clusters(self, prediction: Mapping[str, Any]) -> List[List[Tuple[int, int]]]:
-        """The clusters of one prediction (decoded from the log by the head)."""
-        return prediction["clusters"]
+    def clusters(
+        self, prediction: Mapping[str, Any], *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
+    ) -> List[List[Tuple[int, int]]]:
+        """The clusters of one prediction: decoded from its memory log under
+        the Doc's `rules` (decoders.constraints) when the Doc is given, else
+        as the head decoded them."""
+        settings = prediction.get("decoding")
+        if doc is None or settings is None or "memory_log" not in prediction:
+            return prediction["clusters"]
+        return decode_clusters(prediction["memory_log"], rules=DocRules(doc, rules), **settings)
 
     def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
         """Write a prediction's extras: doc._.memory_log and, for a GAP Doc,
@@ -145,7 +153,7 @@ class PeTraDecoder:
 
 
 def decode_clusters(
-    log: Mapping[str, Any], *, threshold: float = 0.5, min_mentions: int = 2
+    log: Mapping[str, Any], *, threshold: float = 0.5, min_mentions: int = 2, rules: Optional[DocRules] = None
 ) -> List[List[Tuple[int, int]]]:
     """Clusters from a memory log.
 
@@ -156,35 +164,69 @@ def decode_clusters(
     first); a COREF to a cell with no episode yet opens one. A mention is a
     maximal run of consecutive such tokens with the same entity.
 
+    With `rules` (the Doc's, decoders.constraints): a pronoun token whose
+    argmax COREF would put it in an entity with a pronoun it cannot corefer
+    with takes its next-best action instead (an OVERWRITE, or a COREF to an
+    entity it fits); a run loses the tokens without a letter or digit at its
+    ends (spaces, emoji, punctuation), and a run that is then no word
+    (DocRules.is_mention) is no mention.
+
     log (Mapping): memory log: "entity" [T], "overwrite" and "coref" [T, N],
         numpy arrays (or anything numpy.asarray reads, a CPU tensor too).
     threshold (float): entity probability a token needs to be in a mention.
     min_mentions (int): entities with fewer mentions are dropped (2 keeps
         singletons out, as spaCy coref clusters do).
+    rules (Optional[DocRules]): the Doc's decoding rules; None: none.
     RETURNS (List[List[Tuple[int, int]]]): clusters of inclusive token ranges,
         mentions in text order, clusters by first mention.
     """
     entity, over, coref = (numpy.asarray(log[key], dtype=numpy.float64) for key in ("entity", "overwrite", "coref"))
     n_cells = over.shape[1] if over.ndim == 2 else 0
     episode = [-1] * n_cells
+    entity_features: Dict[Tuple[int, int], Set[str]] = {}
     mentions: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
     current: Optional[Tuple[int, int]] = None
     start = 0
+
+    def close(ent: Tuple[int, int], first: int, last: int) -> None:
+        if rules is not None and WORD in rules.enabled:
+            # a token run's ends that are no word (a space, an emoji, a
+            # comma) are not part of the mention
+            doc = rules.doc
+            while first <= last and not has_word_character(doc[first].text):
+                first += 1
+            while last >= first and not has_word_character(doc[last].text):
+                last -= 1
+            if first > last or not rules.is_mention((first, last)):
+                return
+        mentions.setdefault(ent, []).append((first, last))
+
     for t in range(entity.shape[0]):
         ent_id: Optional[Tuple[int, int]] = None
         if n_cells and entity[t] >= threshold:
-            action = int(numpy.argmax(numpy.concatenate([over[t], coref[t]])))
+            scores = numpy.concatenate([over[t], coref[t]])
+            features = rules.features((t, t)) if rules is not None else NO_FEATURES
+
+            def fits(a: int) -> bool:
+                c = a % n_cells
+                return a < n_cells or episode[c] < 0 or not conflict(entity_features.get((c, episode[c]), set()) | features)
+
+            action = int(numpy.argmax(scores))
+            if features and not fits(action):
+                # the next best that fits (ties: the lower index, as argmax); an OVERWRITE always does
+                action = next(a for a in sorted(range(2 * n_cells), key=lambda a: (-scores[a], a)) if fits(a))
             cell = action % n_cells
             if action < n_cells or episode[cell] < 0:
                 episode[cell] += 1
             ent_id = (cell, episode[cell])
+            entity_features.setdefault(ent_id, set()).update(features)
         new_run = ent_id != current
         if current is not None and new_run:
-            mentions.setdefault(current, []).append((start, t - 1))
+            close(current, start, t - 1)
         if ent_id is not None and new_run:
             start = t
         current = ent_id
     if current is not None:
-        mentions.setdefault(current, []).append((start, entity.shape[0] - 1))
+        close(current, start, entity.shape[0] - 1)
     clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
     return sorted(clusters)

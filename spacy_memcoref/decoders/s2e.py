@@ -9,17 +9,27 @@ antecedent scores 0, so 0 is the paper's decision; lower links more) and
 unions the links into clusters. The antecedent ranking does not depend on
 the threshold, so `tune-link-threshold` decodes one prediction at many
 thresholds (tuning.link_threshold).
+
+Given the Doc, the decoder also keeps to decoders.constraints: a candidate
+that is no word is never a mention, and a link that would put pronouns that
+cannot corefer in one cluster is not made; the candidate then takes its
+next-best antecedent above the threshold (``prediction["choices"]``, the
+head's best few, best first), in text order.
 """
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
+
+from .constraints import ALL_RULES, ClusterBuilder, DocRules
 
 Span = Tuple[int, int]  # (start, end), both inclusive token indices
 Clusters = List[List[Span]]
 # (starts, ends, best antecedent index or -1, its score): one entry a kept
 # candidate; the scores are the head's (float32) values
 Links = Tuple[List[int], List[int], List[int], List[float]]
+# each kept candidate's best antecedents and their scores, best first
+Choices = Tuple[List[List[int]], List[List[float]]]
 
 
 def _as_float32(threshold: float) -> float:
@@ -71,6 +81,35 @@ def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Seque
     return sorted(clusters, key=lambda c: c[0])
 
 
+def constrained_clusters(links: Links, choices: Optional[Choices], threshold: float, rules: DocRules) -> Clusters:
+    """Clusters from each candidate's best antecedent that the rules allow.
+
+    links (Links): the head's links (the candidates and each one's best).
+    choices (Optional[Choices]): each candidate's best antecedents and their
+        scores, best first; None: the best alone (links).
+    threshold (float): the link threshold.
+    rules (DocRules): the Doc's rules.
+    RETURNS (Clusters): clusters of two or more mentions.
+    """
+    starts, ends, best, scores = links
+    if choices is None:
+        choices = ([[b] if b >= 0 else [] for b in best], [[s] for s in scores])
+    spans = list(zip(starts, ends))
+    allowed = [rules.is_mention(span) for span in spans]
+    builder = ClusterBuilder(rules, spans)
+    t = _as_float32(threshold)
+    for q, (antecedents, antecedent_scores) in enumerate(zip(*choices)):
+        if not allowed[q]:
+            continue
+        for c, score in zip(antecedents, antecedent_scores):
+            if not score > t:
+                break  # best first: none after it passes either
+            if allowed[c] and builder.may_link(q, c):
+                builder.join(q, c)
+                break
+    return builder.clusters()
+
+
 class S2EDecoder:
     """s2e's decisions: the link threshold.
 
@@ -98,9 +137,15 @@ class S2EDecoder:
             self.link_threshold = taken["link_threshold"] = check_link_threshold(settings["link_threshold"])
         return taken
 
-    def clusters(self, prediction: Mapping[str, Any], threshold: Optional[float] = None) -> Clusters:
-        """The clusters of one prediction (at `threshold`, default the decoder's)."""
-        return links_to_clusters(prediction.get("links"), self.link_threshold if threshold is None else threshold)
+    def clusters(
+        self, prediction: Mapping[str, Any], threshold: Optional[float] = None, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
+    ) -> Clusters:
+        """The clusters of one prediction (at `threshold`, default the
+        decoder's); with its Doc, under decoders.constraints' `rules`."""
+        threshold = self.link_threshold if threshold is None else threshold
+        if doc is None or prediction.get("links") is None:
+            return links_to_clusters(prediction.get("links"), threshold)
+        return constrained_clusters(prediction["links"], prediction.get("choices"), threshold, DocRules(doc, rules))
 
     def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
         """s2e writes nothing beyond the clusters the component writes."""

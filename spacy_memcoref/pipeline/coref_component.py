@@ -318,7 +318,7 @@ class CorefComponent(TrainablePipe):
             )
         decoder = self.decoder
         for doc, prediction in zip(docs, predictions):
-            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in decoder.clusters(prediction)]
+            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in decoder.clusters(prediction, doc=doc)]
             write_clusters(doc, clusters, self.prefix)
             decoder.write(doc, prediction)
 

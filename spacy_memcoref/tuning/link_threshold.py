@@ -51,7 +51,7 @@ def scores_by_threshold(
     for threshold in thresholds:
         for eg, prediction in zip(examples, predictions):
             doc = eg.predicted
-            clusters = decoder.clusters(prediction, threshold)
+            clusters = decoder.clusters(prediction, threshold, doc=doc)
             write_clusters(doc, [[doc[s : e + 1] for s, e in cluster] for cluster in clusters], pipe.prefix)
         scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
         table[float(threshold)] = {k: float(scores.get(k) or 0.0) for k in SCORE_KEYS}

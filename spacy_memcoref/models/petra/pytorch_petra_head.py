@@ -151,6 +151,8 @@ class PeTraHead(nn.Module):
         prediction: Dict[str, Any] = {
             "clusters": decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
             "memory_log": arrays,
+            # what the decoder needs to decode the log again under the Doc's rules
+            "decoding": {"threshold": self.entity_threshold, "min_mentions": self.min_mentions},
         }
         if gap is not None:
             span_a, span_b, pronoun = gap

@@ -8,8 +8,11 @@ inference holds at most ``chunk x K`` scores at a time (and ``chunk x
 max_antecedents`` with the optional window).
 
 At inference the head predicts each kept candidate's best antecedent and
-that pair's score (``{"links": ...}``); deciding which of them link (the link
-threshold) and building the clusters is the decoder's (decoders.s2e).
+that pair's score (``{"links": ...}``), and its ANTECEDENT_CHOICES best ones
+(``{"choices": ...}``), so that a decoder that rules a link out takes the
+next best; deciding which of them link (the link threshold, the rules of
+decoders.constraints) and building the clusters is the decoder's
+(decoders.s2e).
 """
 import math
 from dataclasses import dataclass
@@ -22,6 +25,9 @@ Span = Tuple[int, int]  # (start, end), both inclusive token indices
 Clusters = List[List[Span]]
 
 NEG_INF = -1e30
+# the best antecedents kept a candidate at inference: where the decoder rules
+# the best out, the next ones stand in (beyond 8 they rarely pass the threshold)
+ANTECEDENT_CHOICES = 8
 # Upper edges of the log-scale distance buckets (tokens from the end of the
 # antecedent to the start of the mention): 0, 1, 2, 3, 4, 5-7, 8-15, 16-31,
 # 32-63, 64-127, 128-255, 256+ (Lee et al. 2017 use the same kind of buckets).
@@ -495,25 +501,55 @@ class S2EHead(nn.Module):
             candidates in text order), best antecedent index (-1: none
             precedes), its score (NEG_INF when none precedes).
         """
+        starts, ends, choices, choice_scores = self.document_choices(doc)
+        return starts, ends, choices[:, 0], choice_scores[:, 0]
+
+    @torch.no_grad()
+    def document_choices(self, doc: S2EDocument, k: int = ANTECEDENT_CHOICES) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Each kept candidate's k best antecedents, best first.
+
+        RETURNS (Tuple[Tensor, Tensor, Tensor, Tensor]): starts, ends (kept
+            candidates in text order), [n, k] antecedent indices (-1: none),
+            [n, k] their scores (NEG_INF where none).
+        """
         candidates, _, _ = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
         n_cand = starts.shape[0]
-        best_scores, best_indices = [], []
+        chosen, chosen_scores = [], []
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
-            best_score, best = scores.max(dim=1)
-            best_scores.append(best_score)
-            best_indices.append(torch.where(best_score > NEG_INF / 2, best + lo, torch.full_like(best, -1)))
-        return starts, ends, torch.cat(best_indices), torch.cat(best_scores)
+            top_scores, top = scores.topk(min(k, scores.shape[1]), dim=1)
+            if top.shape[1] < k:  # fewer candidates than k in the whole document
+                pad = k - top.shape[1]
+                top = torch.cat([top, top.new_zeros(top.shape[0], pad)], dim=1)
+                top_scores = torch.cat([top_scores, top_scores.new_full((top.shape[0], pad), NEG_INF)], dim=1)
+            valid = top_scores > NEG_INF / 2
+            chosen.append(torch.where(valid, top + lo, torch.full_like(top, -1)))
+            chosen_scores.append(torch.where(valid, top_scores, torch.full_like(top_scores, NEG_INF)))
+        return starts, ends, torch.cat(chosen), torch.cat(chosen_scores)
 
     def predicted_links(self, doc: S2EDocument) -> Optional[Tuple[List[int], List[int], List[int], List[float]]]:
         """`document_links` as Python lists (decoders.s2e.Links), the scores
         as the float32 values they are; None for a document without tokens."""
+        prediction = self.prediction(doc)
+        return prediction["links"]
+
+    def prediction(self, doc: S2EDocument) -> Dict[str, Any]:
+        """One document's prediction: {"links": decoders.s2e.Links or None,
+        "choices": ([[antecedent, ...] a candidate], [[score, ...]]) or None},
+        the choices best first and only the real ones (none after -1)."""
         if doc.tokens.shape[0] == 0:
-            return None
-        starts, ends, best, best_score = self.document_links(doc)
-        return starts.tolist(), ends.tolist(), best.tolist(), best_score.float().tolist()
+            return {"links": None, "choices": None}
+        starts, ends, choices, scores = self.document_choices(doc)
+        scores = scores.float()
+        links = (starts.tolist(), ends.tolist(), choices[:, 0].tolist(), scores[:, 0].tolist())
+        kept_choices, kept_scores = [], []
+        for row, row_scores in zip(choices.tolist(), scores.tolist()):
+            n = next((i for i, c in enumerate(row) if c < 0), len(row))
+            kept_choices.append(row[:n])
+            kept_scores.append(row_scores[:n])
+        return {"links": links, "choices": (kept_choices, kept_scores)}
 
     def forward(
         self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
@@ -525,10 +561,10 @@ class S2EHead(nn.Module):
             doc_helpers.gold.MentionGold, see document_loss).
         RETURNS (Tuple[Optional[Tensor], List[Dict[str, Any]]]): the summed
             loss (None without golds, or when no document has a token), and a
-            {"links": `predicted_links`} dict a document (None while training).
+            `prediction` dict a document ({"links": None} while training).
         """
         if golds is None:
-            return None, [{"links": self.predicted_links(doc)} for doc in docs]
+            return None, [self.prediction(doc) for doc in docs]
         if len(golds) != len(docs):
             raise ValueError(f"{len(docs)} documents but {len(golds)} gold cluster lists")
         losses = [self.document_loss(doc, gold) for doc, gold in zip(docs, golds) if doc.tokens.shape[0]]

@@ -1,0 +1,75 @@
+"""What each decoding rule (spacy_memcoref/decoders/constraints.py) does,
+alone and together: one pipeline predicts each gold Doc once (gold tokens and
+speakers, as `tune-link-threshold` scores), and its prediction is decoded
+with no rule, each rule alone and all rules, side by side: CoNLL F1 at the
+component's own decision, and the rule breaks left in the clusters.
+
+    python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...]
+"""
+import argparse
+import time
+
+import spacy
+from spacy.training import Example
+
+from _common import quiet, table
+from spacy_memcoref.corpora.docbin import read_docbin
+from spacy_memcoref.decoders.constraints import ALL_RULES, PRONOUNS, SYMBOL_TWINS, WORD, violations
+from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
+from spacy_memcoref.pipeline.coref_component import CorefComponent
+from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
+
+CONDITIONS = {
+    "no rule": None,
+    f"{WORD} alone": frozenset({WORD}),
+    f"{PRONOUNS} alone": frozenset({PRONOUNS}),
+    f"{SYMBOL_TWINS} alone": frozenset({SYMBOL_TWINS}),
+    "all rules (shipped)": ALL_RULES,
+}
+
+
+def decode(pipe, prediction, doc, rules):
+    if rules is None:
+        return pipe.decoder.clusters(prediction)  # the head's own decoding, no Doc
+    return pipe.decoder.clusters(prediction, doc=doc, rules=rules)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("gold", nargs="+")
+    args = parser.parse_args()
+    quiet()
+    nlp = spacy.load(args.model) if "/" in args.model else __import__("spacy_memcoref").load(args.model)
+    pipe = next(p for _, p in nlp.pipeline if isinstance(p, CorefComponent))
+    for path in args.gold:
+        refs = read_docbin(path, nlp.vocab)
+        examples = []
+        for ref in refs:
+            doc = ref.copy()
+            clear_clusters(doc, pipe.prefix)
+            examples.append(Example(doc, ref))
+        started = time.perf_counter()
+        predictions = [pipe.predict([eg.predicted])[0] for eg in examples]
+        predict_s = time.perf_counter() - started
+        rows = []
+        for label, rules in CONDITIONS.items():
+            broken = {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0}
+            started = time.perf_counter()
+            for eg, prediction in zip(examples, predictions):
+                doc = eg.predicted
+                clusters = decode(pipe, prediction, doc, rules)
+                write_clusters(doc, [[doc[s : e + 1] for s, e in c] for c in clusters], pipe.prefix)
+                for key, n in violations(doc, clusters).items():
+                    broken[key] += n
+            decode_s = time.perf_counter() - started
+            scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
+            rows.append([label, f"{100 * scores['coref_conll_f']:.2f}", f"{100 * scores['coref_mentions_p']:.1f}",
+                         broken["non_word"], broken["pronoun_conflict"], broken["symbol_twins"], f"{decode_s:.2f}"])
+        print(f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s")
+        print(table(["decoding", "CoNLL F1", "mention P", "non-word mentions", "clusters w/ pronoun conflict",
+                     "clusters w/ symbol twins", "decode s"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Links no reader would make, ruled out while decoding (torch-free).
+
+The same rules for every model (s2e picks its next-best antecedent, PeTra
+its next-best memory action) and so for every output path (the Doc's span
+groups, resolved text, entity records, `annotate`):
+
+- **a mention is a word**: it holds a letter or digit, neither starts nor
+  ends on a whitespace token (a line break is no mention), and neither of
+  its ends falls inside a grapheme cluster (an emoji sequence joined by
+  zero-width joiners, a letter and its combining marks; Unicode's extended
+  grapheme clusters, as the `regex` package's `\\X` finds them);
+- **pronouns that cannot corefer never share a cluster**: he / him / his /
+  himself against she / her / hers / herself; I / me / my / mine / myself
+  against we / us / our / ours / ourselves; any of those (and you) against
+  it / its / itself;
+- **no mention twice by a symbol**: one cluster never holds two nested
+  mentions whose difference holds no letter or digit ("Bob" and "Bob 👨").
+
+Whether a candidate may join a cluster depends on the whole cluster (a
+"she" may not join "Bob ... he" through "Bob"), so the decoders check each
+link against the cluster it would join, in text order.
+"""
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from spacy.tokens import Doc
+
+Span = Tuple[int, int]  # (start, end), both inclusive token indices
+
+MASCULINE = frozenset({"he", "him", "his", "himself"})
+FEMININE = frozenset({"she", "her", "hers", "herself"})
+FIRST_SINGULAR = frozenset({"i", "me", "my", "mine", "myself"})
+FIRST_PLURAL = frozenset({"we", "us", "our", "ours", "ourselves"})
+SECOND = frozenset({"you", "your", "yours", "yourself", "yourselves"})
+INANIMATE = frozenset({"it", "its", "itself"})
+
+# a pronoun's features; two features of one pair in one cluster conflict
+_FEATURES: Dict[str, FrozenSet[str]] = {}
+for words, features in (
+    (MASCULINE, {"masculine", "animate"}),
+    (FEMININE, {"feminine", "animate"}),
+    (FIRST_SINGULAR, {"first-singular", "animate"}),
+    (FIRST_PLURAL, {"first-plural", "animate"}),
+    (SECOND, {"animate"}),
+    (INANIMATE, {"inanimate"}),
+):
+    for word in words:
+        _FEATURES[word] = frozenset(features)
+CONFLICTS: Tuple[Tuple[str, str], ...] = (
+    ("masculine", "feminine"),
+    ("first-singular", "first-plural"),
+    ("animate", "inanimate"),
+)
+NO_FEATURES: FrozenSet[str] = frozenset()
+
+
+def pronoun_features(text: str) -> FrozenSet[str]:
+    """The features of a one-word mention that is a personal pronoun (any
+    case, a curly or straight apostrophe's clitic aside); none otherwise."""
+    return _FEATURES.get(text.strip().lower(), NO_FEATURES)
+
+
+def conflict(features: Set[str]) -> bool:
+    """Whether a set of features (a cluster's) holds a conflicting pair."""
+    return any(a in features and b in features for a, b in CONFLICTS)
+
+
+def has_word_character(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def grapheme_boundaries(text: str) -> Set[int]:
+    """The character offsets where an extended grapheme cluster starts or
+    ends (0 and len(text) included)."""
+    import regex
+
+    bounds = {0, len(text)}
+    for match in regex.finditer(r"\X", text):
+        bounds.add(match.start())
+        bounds.add(match.end())
+    return bounds
+
+
+# the rules by name, each of which can be turned off alone (to measure it)
+WORD = "word"  # a mention is a word: letter or digit, no whitespace ends, whole graphemes
+PRONOUNS = "pronouns"  # pronouns of another gender, person or animacy never share a cluster
+SYMBOL_TWINS = "symbol_twins"  # no two nested mentions apart by symbols only in one cluster
+ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SYMBOL_TWINS})
+
+
+class DocRules:
+    """The rules above for the mentions of one Doc.
+
+    doc (Doc): the Doc.
+    enabled (FrozenSet[str]): the rules to keep (ALL_RULES; fewer only to
+        measure what each does).
+    """
+
+    def __init__(self, doc: Doc, enabled: FrozenSet[str] = ALL_RULES) -> None:
+        unknown = set(enabled) - ALL_RULES
+        if unknown:
+            raise ValueError(f"unknown decoding rules {sorted(unknown)}; the rules are {sorted(ALL_RULES)}")
+        self.doc = doc
+        self.enabled = frozenset(enabled)
+        text = doc.text
+        # only texts with characters beyond Latin-1 can hold a multi-character grapheme
+        self._bounds: Optional[Set[int]] = grapheme_boundaries(text) if WORD in self.enabled and any(ord(ch) > 0x2FF for ch in text) else None
+
+    def is_mention(self, span: Span) -> bool:
+        """Whether the tokens start..end (inclusive) may be a mention."""
+        start, end = span
+        doc = self.doc
+        if WORD not in self.enabled:
+            return True
+        if doc[start].is_space or doc[end].is_space:
+            return False
+        if not any(has_word_character(doc[i].text) for i in range(start, end + 1)):
+            return False
+        if self._bounds is not None:
+            first, last = doc[start], doc[end]
+            if first.idx not in self._bounds or last.idx + len(last.text) not in self._bounds:
+                return False
+        return True
+
+    def features(self, span: Span) -> FrozenSet[str]:
+        """A one-word pronoun mention's features (none with the rule off)."""
+        start, end = span
+        if PRONOUNS not in self.enabled:
+            return NO_FEATURES
+        return pronoun_features(self.doc[start].text) if start == end else NO_FEATURES
+
+    def symbol_only_difference(self, a: Span, b: Span) -> bool:
+        """Whether one of two nested spans adds to the other only tokens
+        without a letter or digit."""
+        (s1, e1), (s2, e2) = a, b
+        if SYMBOL_TWINS not in self.enabled:
+            return False
+        if not ((s1 <= s2 and e2 <= e1) or (s2 <= s1 and e1 <= e2)) or a == b:
+            return False
+        outer, inner = (a, b) if s1 <= s2 and e2 <= e1 else (b, a)
+        extra = [i for i in range(outer[0], outer[1] + 1) if not inner[0] <= i <= inner[1]]
+        return not any(has_word_character(self.doc[i].text) for i in extra)
+
+
+# how far before a mention a span that holds it may start (a model's widest
+# mention is 30 tokens in the presets)
+NEST_REACH = 64
+
+
+class ClusterBuilder:
+    """Clusters grown one link at a time, in text order: each new mention
+    (a candidate no earlier link has touched) is checked against the cluster
+    it would join (DocRules) before it joins."""
+
+    def __init__(self, rules: DocRules, spans: Sequence[Span]) -> None:
+        self.rules = rules
+        self.spans = list(spans)
+        self.parent = list(range(len(self.spans)))
+        self.members: Dict[int, List[int]] = {i: [i] for i in range(len(self.spans))}
+        self.features: Dict[int, Set[str]] = {i: set(rules.features(s)) for i, s in enumerate(self.spans)}
+        self._by_start: Dict[int, List[int]] = {}
+        for i, (start, _) in enumerate(self.spans):
+            self._by_start.setdefault(start, []).append(i)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def _symbol_twins(self, q: int) -> List[int]:
+        """The candidates nested with q that differ from it by symbols only
+        (their start is at most NEST_REACH tokens before q's)."""
+        start, end = self.spans[q]
+        near = [j for s in range(max(0, start - NEST_REACH), end + 1) for j in self._by_start.get(s, ())]
+        return [j for j in near if j != q and self.rules.symbol_only_difference(self.spans[q], self.spans[j])]
+
+    def may_link(self, q: int, c: int) -> bool:
+        """Whether the new mention q may join the cluster of c."""
+        rq, rc = self.find(q), self.find(c)
+        if rq == rc:
+            return True
+        if conflict(self.features[rq] | self.features[rc]):
+            return False
+        return not any(self.find(j) == rc for j in self._symbol_twins(q))
+
+    def join(self, i: int, j: int) -> None:
+        ri, rj = self.find(i), self.find(j)
+        if ri == rj:
+            return
+        if len(self.members[ri]) < len(self.members[rj]):
+            ri, rj = rj, ri
+        self.parent[rj] = ri
+        self.members[ri].extend(self.members.pop(rj))
+        self.features[ri] |= self.features.pop(rj)
+
+    def clusters(self) -> List[List[Span]]:
+        """Clusters of two or more mentions, each sorted, by first mention."""
+        groups = [sorted(set(self.spans[i] for i in members)) for members in self.members.values()]
+        return sorted((g for g in groups if len(g) > 1), key=lambda c: c[0])
+
+
+def violations(doc: Doc, clusters: Sequence[Sequence[Span]]) -> Dict[str, int]:
+    """What a Doc's clusters break of the rules, counted (all rules on):
+    "non_word" mentions, clusters with "pronoun_conflict"s, and clusters with
+    "symbol_twins". For benchmarks and tests: the decoders make none."""
+    rules = DocRules(doc)
+    counts = {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0}
+    for cluster in clusters:
+        spans = [tuple(span) for span in cluster]
+        counts["non_word"] += sum(not rules.is_mention(span) for span in spans)
+        features: Set[str] = set()
+        for span in spans:
+            features |= rules.features(span)
+        counts["pronoun_conflict"] += conflict(features)
+        counts["symbol_twins"] += any(rules.symbol_only_difference(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :])
+    return counts

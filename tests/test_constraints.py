@@ -1,0 +1,156 @@
+"""Decoding rules (spacy_memcoref/decoders/constraints.py): each rule has a
+case that the decoders get wrong without it, and the shipped models keep
+them on text in the form users paste (line breaks, emoji)."""
+import numpy
+import pytest
+import spacy
+
+from spacy_memcoref.decoders.constraints import (
+    ALL_RULES,
+    PRONOUNS,
+    SYMBOL_TWINS,
+    WORD,
+    DocRules,
+    grapheme_boundaries,
+    violations,
+)
+from spacy_memcoref.decoders.petra import decode_clusters
+from spacy_memcoref.decoders.s2e import S2EDecoder
+
+NLP = spacy.blank("en")
+
+
+def _prediction(doc, spans, choices):
+    """An s2e prediction over `spans` (token ranges, text order) with each
+    candidate's antecedent choices {query: [(antecedent, score), ...]}."""
+    starts = [s for s, _ in spans]
+    ends = [e for _, e in spans]
+    rows = [sorted(choices.get(i, []), key=lambda p: -p[1]) for i in range(len(spans))]
+    best = [row[0][0] if row else -1 for row in rows]
+    scores = [row[0][1] if row else -1e30 for row in rows]
+    return {
+        "links": (starts, ends, best, scores),
+        "choices": ([[c for c, _ in row] for row in rows], [[s for _, s in row] for row in rows]),
+    }
+
+
+def _texts(doc, clusters):
+    return [[doc[s : e + 1].text for s, e in c] for c in clusters]
+
+
+def test_pronouns_of_another_gender_never_share_a_cluster_and_the_next_best_stands():
+    doc = NLP("Bob met Ann . He said she left .")
+    spans = [(0, 0), (2, 2), (4, 4), (6, 6)]  # Bob, Ann, He, she
+    # "she" prefers "He", then "Bob" (a name: only its cluster tells), then "Ann"
+    prediction = _prediction(doc, spans, {2: [(0, 4.0)], 3: [(2, 5.0), (0, 4.5), (1, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction)) == [["Bob", "He", "she"]]  # without the Doc: the head's best
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {PRONOUNS})) == [["Bob", "He", "she"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Bob", "He"], ["Ann", "she"]]
+    # no choice left above the threshold: "she" stays out
+    assert _texts(doc, decoder.clusters(prediction, 3.5, doc=doc)) == [["Bob", "He"]]
+
+
+@pytest.mark.parametrize(
+    "text, first, second",
+    [
+        ("I came . We left . My car", "I", "We"),  # person: I against we
+        ("She came . It left . Her car", "She", "It"),  # animate against it
+        ("Its lid . I came . My car", "Its", "I"),
+    ],
+)
+def test_person_and_animacy_conflicts(text, first, second):
+    doc = NLP(text)
+    spans = [(0, 0), (3, 3), (6, 6)]
+    prediction = _prediction(doc, spans, {1: [(0, 2.0)], 2: [(1, 2.0), (0, 1.0)]})
+    clusters = _texts(doc, S2EDecoder(0.0).clusters(prediction, doc=doc))
+    assert not any(first in c and second in c for c in clusters), clusters
+    assert violations(doc, [[(s, e) for s, e in spans]])["pronoun_conflict"] == 1
+
+
+def test_a_line_break_is_never_a_mention_and_the_next_best_antecedent_stands():
+    doc = NLP("Dear Anna ,\n\nI miss you .\n\nLove , Tom")
+    ws = next(t.i for t in doc if t.is_space)
+    you = next(t.i for t in doc if t.text == "you")
+    spans = sorted([(1, 1), (ws, ws), (you, you)])
+    i_anna, i_ws, i_you = spans.index((1, 1)), spans.index((ws, ws)), spans.index((you, you))
+    # the whitespace token links to Anna; "you" prefers the whitespace, then Anna
+    prediction = _prediction(doc, spans, {i_ws: [(i_anna, 3.0)], i_you: [(i_ws, 4.0), (i_anna, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {WORD}))
+    assert any(doc[ws].text in c for c in unruled)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "you"]]
+
+
+def test_a_mention_never_cuts_a_grapheme():
+    doc = NLP("Alice 😀 met Bob 👨‍👩‍👧. She thanked him 🎉.")
+    bob = next(t.i for t in doc if t.text == "Bob")
+    him = next(t.i for t in doc if t.text == "him")
+    end_of_family = next(t.i for t in doc if t.text == "👧")
+    rules = DocRules(doc)
+    # 'Bob 👨' and 'Bob 👨‍👩‍' (ending on a zero-width joiner) cut the family emoji
+    assert not rules.is_mention((bob, bob + 1)) and not rules.is_mention((bob, bob + 3))
+    assert rules.is_mention((bob, end_of_family)) and rules.is_mention((bob, bob))
+    assert DocRules(doc, ALL_RULES - {WORD}).is_mention((bob, bob + 1))  # the rule is what refuses it
+    spans = [(bob, bob), (bob, bob + 1), (bob, end_of_family), (him, him)]
+    # "him" prefers the cut span; the decoder takes the next
+    prediction = _prediction(doc, spans, {3: [(1, 4.0), (0, 3.0)]})
+    assert _texts(doc, S2EDecoder(0.0).clusters(prediction, doc=doc)) == [["Bob", "him"]]
+
+
+def test_one_cluster_never_holds_two_mentions_apart_by_a_symbol_only():
+    doc = NLP("Bob 😀 came . He sat .")
+    spans = [(0, 0), (0, 1), (4, 4)]  # Bob, 'Bob 😀' (whole graphemes, a word), He
+    prediction = _prediction(doc, spans, {1: [(0, 3.0)], 2: [(1, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SYMBOL_TWINS})) == [["Bob", "Bob 😀", "He"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Bob 😀", "He"]]
+
+
+def test_grapheme_boundaries_follow_unicode():
+    text = "e\u0301 👍🏽 a"  # e + combining acute; thumbs up + skin tone
+    bounds = grapheme_boundaries(text)
+    assert 1 not in bounds and 2 in bounds  # the accent stays with its letter
+    assert 4 not in bounds and 5 in bounds  # U+1F44D U+1F3FD is one grapheme
+
+
+def _log(rows, n_cells):
+    """A memory log: rows of (entity prob, action index) -> one-hot scores."""
+    entity = numpy.array([p for p, _ in rows], dtype=numpy.float32)
+    over = numpy.zeros((len(rows), n_cells), dtype=numpy.float32)
+    coref = numpy.zeros((len(rows), n_cells), dtype=numpy.float32)
+    for t, (_, actions) in enumerate(rows):
+        for rank, action in enumerate(actions):
+            target = over if action < n_cells else coref
+            target[t, action % n_cells] = 0.9 - 0.1 * rank
+    return {"entity": entity, "overwrite": over, "coref": coref}
+
+
+def test_petra_takes_its_next_best_action_for_a_pronoun_that_cannot_join():
+    doc = NLP("Bob met Ann . He said she left \n")
+    # Bob: overwrite cell 0; Ann: overwrite cell 1; He: coref 0; she: coref 0 first, then coref 1
+    rows = [(0.9, [0]), (0.1, []), (0.9, [1]), (0.1, []), (0.9, [2]), (0.1, []), (0.9, [2, 3]), (0.1, []), (0.9, [2])]
+    log = _log(rows, 2)
+    plain = _texts(doc, decode_clusters(log))
+    assert ["Bob", "He", "she", "\n"] in plain  # without rules: "she" with "He", and a line break as a mention
+    ruled = _texts(doc, decode_clusters(log, rules=DocRules(doc)))
+    assert ruled == [["Bob", "He"], ["Ann", "she"]]
+
+
+def test_shipped_models_keep_the_rules_on_pasted_text():
+    import spacy_memcoref
+
+    texts = [
+        "Alice 😀 met Bob 👨‍👩‍👧. She thanked him 🎉.",
+        "Dear Anna,\n\nI hope you are well. I miss you.\n\n  Love,\nTom\n",
+        "Tom and Anna talked.\nTom: I lost my keys.\nAnna: I can help you look. We will find them.",
+    ]
+    for name in ("s2e-ontogum", "petra-gap"):
+        nlp = spacy_memcoref.load(name)
+        for doc in nlp.pipe(texts):
+            clusters = [[(m.start, m.end - 1) for m in group] for key, group in doc.spans.items() if key.startswith("coref_clusters")]
+            assert violations(doc, clusters) == {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0}, (name, doc.text)
+            # resolved text and entity records read the same clusters
+            assert all(edit.text.strip() for edit in spacy_memcoref.resolve(doc).edits)
+            for record in spacy_memcoref.entities(doc):
+                assert all(any(ch.isalnum() for ch in m.text) for m in record.mentions), record
