@@ -154,3 +154,29 @@ def test_shipped_models_keep_the_rules_on_pasted_text():
             assert all(edit.text.strip() for edit in spacy_memcoref.resolve(doc).edits)
             for record in spacy_memcoref.entities(doc):
                 assert all(any(ch.isalnum() for ch in m.text) for m in record.mentions), record
+
+
+@pytest.mark.slow
+def test_nlp_pipe_with_forked_processes_returns_the_same_docs():
+    """spaCy's n_process forks; the parent has run torch first, as a user's
+    session has. It used to hang for ever (GNU OpenMP across fork)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import spacy_memcoref
+        nlp = spacy_memcoref.load("s2e-ontogum")
+        texts = ["Alice met Bob. She thanked him.", "The company said it would grow.", "Tom lost his keys."] * 3
+        def clusters(docs):
+            return [[[m.text for m in g] for k, g in sorted(d.spans.items())] for d in docs]
+        one = clusters(nlp.pipe(texts))
+        for k in (2, 4):
+            assert clusters(nlp.pipe(texts, n_process=k, batch_size=2)) == one, k
+        print("same", one[0])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "same [['Alice', 'She'], ['Bob', 'him']]" in done.stdout

@@ -21,6 +21,7 @@ from spacy.training import Example
 from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from . import after_fork  # noqa: F401 (nlp.pipe(n_process=k) forks: one torch thread in the children)
 from .averaged_params import use_averaged_params
 from .encoder.encoder import encode_for_inference
 
