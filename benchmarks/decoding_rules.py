@@ -2,7 +2,8 @@
 alone and together: one pipeline predicts each gold Doc once (gold tokens and
 speakers, as `tune-link-threshold` scores), and its prediction is decoded
 with no rule, each rule alone and all rules, side by side: CoNLL F1 at the
-component's own decision, and the rule breaks left in the clusters.
+component's own decision, pronoun accuracy (scoring/pronouns.py), and the
+rule breaks left in the clusters.
 
     python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...]
 """
@@ -14,15 +15,17 @@ from spacy.training import Example
 
 from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
-from spacy_memcoref.decoders.constraints import ALL_RULES, PRONOUNS, SYMBOL_TWINS, WORD, violations
+from spacy_memcoref.decoders.constraints import ALL_RULES, PRONOUNS, SPEAKERS, SYMBOL_TWINS, WORD, violations
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
 from spacy_memcoref.pipeline.coref_component import CorefComponent
+from spacy_memcoref.scoring.pronouns import score_pronouns
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
 CONDITIONS = {
     "no rule": None,
     f"{WORD} alone": frozenset({WORD}),
     f"{PRONOUNS} alone": frozenset({PRONOUNS}),
+    f"{SPEAKERS} alone": frozenset({SPEAKERS}),
     f"{SYMBOL_TWINS} alone": frozenset({SYMBOL_TWINS}),
     "all rules (shipped)": ALL_RULES,
 }
@@ -64,10 +67,11 @@ def main() -> None:
                     broken[key] += n
             decode_s = time.perf_counter() - started
             scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
-            rows.append([label, f"{100 * scores['coref_conll_f']:.2f}", f"{100 * scores['coref_mentions_p']:.1f}",
+            pronouns = score_pronouns(examples, pipe.prefix)
+            rows.append([label, f"{100 * scores['coref_conll_f']:.2f}", f"{100 * pronouns.accuracy:.1f}", f"{100 * scores['coref_mentions_p']:.1f}",
                          broken["non_word"], broken["pronoun_conflict"], broken["symbol_twins"], f"{decode_s:.2f}"])
         print(f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s")
-        print(table(["decoding", "CoNLL F1", "mention P", "non-word mentions", "clusters w/ pronoun conflict",
+        print(table(["decoding", "CoNLL F1", "pronoun accuracy", "mention P", "non-word mentions", "clusters w/ pronoun conflict",
                      "clusters w/ symbol twins", "decode s"], rows))
 
 

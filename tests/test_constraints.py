@@ -8,6 +8,7 @@ import spacy
 from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     PRONOUNS,
+    SPEAKERS,
     SYMBOL_TWINS,
     WORD,
     DocRules,
@@ -180,3 +181,21 @@ def test_nlp_pipe_with_forked_processes_returns_the_same_docs():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "same [['Alice', 'She'], ['Bob', 'him']]" in done.stdout
+
+
+def test_two_speakers_i_never_share_a_cluster_nor_a_speakers_i_and_you():
+    from spacy.tokens import Span
+
+    doc = NLP("Anna : I am late . Ben : I know . You are always late .")
+    doc.spans["speakers"] = [Span(doc, 0, 6, label="Anna"), Span(doc, 6, 16, label="Ben")]
+    i_anna, i_ben, you_ben = 2, 8, 11
+    spans = [(0, 0), (i_anna, i_anna), (6, 6), (i_ben, i_ben), (you_ben, you_ben)]  # Anna, I, Ben, I, You
+    # Ben's "I" prefers Anna's "I"; Ben's "You" prefers Ben's "I", then Anna's "I"
+    prediction = _prediction(doc, spans, {1: [(0, 3.0)], 3: [(1, 4.0), (2, 3.0)], 4: [(3, 4.0), (1, 3.5)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKERS}))
+    assert unruled == [["Anna", "I", "I", "You"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "I", "You"], ["Ben", "I"]]
+    # without speaker turns nothing tells the two "I" apart
+    del doc.spans["speakers"]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == unruled

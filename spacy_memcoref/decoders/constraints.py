@@ -13,6 +13,9 @@ groups, resolved text, entity records, `annotate`):
   himself against she / her / hers / herself; I / me / my / mine / myself
   against we / us / our / ours / ourselves; any of those (and you) against
   it / its / itself;
+- **speakers** (where the Doc has `doc.spans["speakers"]`, a transcript's
+  turns): "I" of one speaker and "I" of another never share a cluster, nor
+  a speaker's "I" and the same speaker's "you";
 - **no mention twice by a symbol**: one cluster never holds two nested
   mentions whose difference holds no letter or digit ("Bob" and "Bob 👨").
 
@@ -59,9 +62,19 @@ def pronoun_features(text: str) -> FrozenSet[str]:
     return _FEATURES.get(text.strip().lower(), NO_FEATURES)
 
 
+# a speaker's first- and second-person mentions: "I@NAME", "you@NAME"
+SPEAKER_SEP = "@"
+
+
 def conflict(features: Set[str]) -> bool:
-    """Whether a set of features (a cluster's) holds a conflicting pair."""
-    return any(a in features and b in features for a, b in CONFLICTS)
+    """Whether a set of features (a cluster's) holds a conflicting pair: one
+    of CONFLICTS, the "I" of two speakers, or a speaker's "I" and "you"."""
+    if any(a in features and b in features for a, b in CONFLICTS):
+        return True
+    speakers_i = {f.split(SPEAKER_SEP, 1)[1] for f in features if f.startswith("I" + SPEAKER_SEP)}
+    if len(speakers_i) > 1:
+        return True
+    return any(f"you{SPEAKER_SEP}{speaker}" in features for speaker in speakers_i)
 
 
 def has_word_character(text: str) -> bool:
@@ -83,8 +96,9 @@ def grapheme_boundaries(text: str) -> Set[int]:
 # the rules by name, each of which can be turned off alone (to measure it)
 WORD = "word"  # a mention is a word: letter or digit, no whitespace ends, whole graphemes
 PRONOUNS = "pronouns"  # pronouns of another gender, person or animacy never share a cluster
+SPEAKERS = "speakers"  # two speakers' "I", a speaker's "I" and "you", never in one cluster
 SYMBOL_TWINS = "symbol_twins"  # no two nested mentions apart by symbols only in one cluster
-ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SYMBOL_TWINS})
+ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SPEAKERS, SYMBOL_TWINS})
 
 
 class DocRules:
@@ -104,6 +118,11 @@ class DocRules:
         text = doc.text
         # only texts with characters beyond Latin-1 can hold a multi-character grapheme
         self._bounds: Optional[Set[int]] = grapheme_boundaries(text) if WORD in self.enabled and any(ord(ch) > 0x2FF for ch in text) else None
+        self._speakers: Dict[int, str] = {}
+        if SPEAKERS in self.enabled and "speakers" in doc.spans:
+            for turn in doc.spans["speakers"]:
+                for i in range(turn.start, turn.end):
+                    self._speakers[i] = turn.label_
 
     def is_mention(self, span: Span) -> bool:
         """Whether the tokens start..end (inclusive) may be a mention."""
@@ -122,11 +141,20 @@ class DocRules:
         return True
 
     def features(self, span: Span) -> FrozenSet[str]:
-        """A one-word pronoun mention's features (none with the rule off)."""
+        """A one-word pronoun mention's features (PRONOUNS), and its speaker's
+        where a first- or second-person pronoun has one (SPEAKERS)."""
         start, end = span
-        if PRONOUNS not in self.enabled:
+        if start != end:
             return NO_FEATURES
-        return pronoun_features(self.doc[start].text) if start == end else NO_FEATURES
+        word = self.doc[start].text.strip().lower()
+        found = set(pronoun_features(word)) if PRONOUNS in self.enabled else set()
+        speaker = self._speakers.get(start)
+        if speaker:
+            if word in FIRST_SINGULAR:
+                found.add(f"I{SPEAKER_SEP}{speaker}")
+            elif word in SECOND:
+                found.add(f"you{SPEAKER_SEP}{speaker}")
+        return frozenset(found)
 
     def symbol_only_difference(self, a: Span, b: Span) -> bool:
         """Whether one of two nested spans adds to the other only tokens

@@ -1,0 +1,96 @@
+"""The shipped models (or any pipeline) on the everyday-text set
+(tests/data/everyday: 48 short texts written for the project, gold
+clusters): CoNLL F1 by the project's scorer, pronoun accuracy
+(spacy_memcoref/scoring/pronouns.py) overall and by kind of text, and the
+decoding-rule breaks left (none by construction), side by side.
+
+Each text runs on its gold tokens (spaCy's English tokenizer made them; the
+CoNLL form keeps no line breaks and puts a space between tokens), with its
+speakers, without the gold sentence boundaries (the component finds its
+own, as on a user's text).
+
+    python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--no-rules]
+"""
+import argparse
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import spacy
+from spacy.training import Example
+
+from _common import machine_line, quiet, set_threads, table
+from spacy_memcoref.corpora.conll import read_conll_docs
+from spacy_memcoref.decoders.constraints import violations
+from spacy_memcoref.doc_helpers.clusters import numbered_clusters
+from spacy_memcoref.doc_helpers.gold import copy_speakers
+from spacy_memcoref.scoring.pronouns import PronounScore, score_pronouns
+from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
+
+GOLD = Path(__file__).resolve().parents[1] / "tests" / "data" / "everyday" / "everyday.v4_gold_conll"
+
+
+def kind_of(doc_id: str) -> str:
+    """The kind of a text, from its id's prefix (bio_, news_, dlg_, ...)."""
+    return doc_id.split("/")[-1].split("_")[0]
+
+
+def load(name: str):
+    import spacy_memcoref
+
+    return spacy.load(name) if Path(name).exists() else spacy_memcoref.load(name)
+
+
+def evaluate(nlp, refs):
+    """(examples, seconds): each gold Doc's text run through the pipeline on
+    the gold words (spaces as in the text)."""
+    from spacy.tokens import Doc
+
+    started = time.perf_counter()
+    examples = []
+    for ref in refs:
+        eg = Example(Doc(nlp.vocab, words=[t.text for t in ref], spaces=[bool(t.whitespace_) for t in ref]), ref)
+        copy_speakers(eg)
+        examples.append(Example(nlp(eg.predicted), ref))
+    return examples, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--gold", default=str(GOLD))
+    args = parser.parse_args()
+    quiet()
+    threads = set_threads(None)
+    print(machine_line(threads))
+    vocab = spacy.blank("en").vocab
+    refs = list(read_conll_docs(args.gold, vocab))
+    rows, kind_rows = [], []
+    kinds = sorted({kind_of(r.user_data.get("doc_id", "")) for r in refs})
+    for name in args.models:
+        nlp = load(name)
+        examples, seconds = evaluate(nlp, refs)
+        scores = score_coref_examples(examples)
+        pronouns = score_pronouns(examples)
+        broken = defaultdict(int)
+        for eg in examples:
+            clusters = [[(s.start, s.end - 1) for s in group] for _, group in numbered_clusters(eg.predicted)]
+            for key, n in violations(eg.predicted, clusters).items():
+                broken[key] += n
+        rows.append([name, f"{100 * scores['coref_conll_f']:.1f}", f"{100 * pronouns.accuracy:.1f}",
+                     f"{pronouns.correct} / {pronouns.total}", pronouns.mixed, pronouns.missed,
+                     broken["non_word"], broken["pronoun_conflict"], f"{seconds:.1f}"])
+        by_kind = {kind: PronounScore() for kind in kinds}
+        for eg in examples:
+            by_kind[kind_of(eg.reference.user_data.get("doc_id", ""))].add(score_pronouns([eg]))
+        kind_rows.append([name] + [f"{100 * by_kind[k].accuracy:.0f} ({by_kind[k].total})" for k in kinds])
+    print(f"{len(refs)} texts, {sum(len(r) for r in refs)} tokens ({args.gold})")
+    print(table(["model", "CoNLL F1", "pronoun accuracy", "right / pronouns", "with another entity",
+                 "antecedent missed", "non-word mentions", "clusters w/ pronoun conflict", "seconds"], rows))
+    print()
+    print("Pronoun accuracy by kind of text (pronouns):")
+    print(table(["model"] + kinds, kind_rows))
+
+
+if __name__ == "__main__":
+    main()
