@@ -333,11 +333,27 @@ def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
     return list(_pipe_all(nlp, docs, batch_size))
 
 
-def _output_path(model: str, output: Optional[Path]) -> Path:
+def _model_input(model: str) -> Optional[Path]:
+    """The folder a model argument reads (as given when it is a path; a
+    package's or shipped model's folder), for the output checks."""
+    from .loading import resolve_model
+
+    return Path(model) if Path(model).exists() else resolve_model(model).path
+
+
+def _output_path(model: str, output: Optional[Path], inputs: List[Optional[Path]]) -> Path:
+    """Where a tuning command saves the pipeline: --output, else MODEL in
+    place; checked (tuning.save.check_pipeline_output) before anything is
+    loaded or computed. `inputs`: the command's other inputs."""
+    from .loading import resolve_model
+    from .tuning.save import check_pipeline_output
+
     if output is not None:
-        return output
+        return check_pipeline_output(output, [_model_input(model), *inputs])
+    if resolve_model(model).shipped:
+        raise ValueError(f"{model} is a shipped model (its stored form, not a pipeline folder to save in place): give --output")
     if Path(model).is_dir():
-        return Path(model)
+        return check_pipeline_output(Path(model), inputs)
     raise ValueError(f"{model!r} is not a directory: give --output to save the pipeline")
 
 
@@ -415,7 +431,7 @@ def tune_gap_threshold_cmd(
 
     _check_count("--batch-size", batch_size)
     try:
-        out_path = _output_path(model, output)
+        out_path = _output_path(model, output, [input_path])
         nlp = load_pipeline(model, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
         docs = read_docbin(input_path, nlp.vocab)
@@ -484,7 +500,7 @@ def tune_link_threshold_cmd(
             raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
         if also and any(Path(c).resolve() == output.resolve() for c in [model, *also]):
             raise ValueError(f"--output {output} is one of the checkpoints compared: save elsewhere")
-        out_path = _output_path(model, output)
+        out_path = _output_path(model, output, [input_path, *(_model_input(c) for c in also)])
         for candidate in [model, *also]:
             nlp = load_pipeline(candidate, gpu_id)
             names = [name for name, pipe in nlp.pipeline if isinstance(pipe, CorefComponent)]
@@ -540,7 +556,7 @@ def count_people_cmd(
     from .decoders.petra import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, people_count
     from .scoring.people import count_errors
     from .tuning.people import choose_alpha
-    from .tuning.save import save_with_settings
+    from .tuning.save import check_pipeline_output, save_with_settings
 
     _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
@@ -550,6 +566,8 @@ def count_people_cmd(
     if dev_path is not None and dev_fraction is not None:
         raise _fail(ValueError("give --dev or --dev-fraction, not both"))
     try:
+        if output is not None:
+            check_pipeline_output(output, [_model_input(model), input_path, dev_path])
         rows = read_people_tsv(input_path)
         dev_rows = read_people_tsv(dev_path) if dev_path is not None else []
         if dev_fraction is not None:
@@ -722,7 +740,7 @@ def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
 @app.command("quantize", short_help='Write an int8 copy of a pipeline for CPU inference.')
 def quantize_cmd(
     model: str = typer.Argument(..., help="A trained pipeline: a directory or an installed package name."),
-    output: Path = typer.Argument(..., help="The directory to write the int8 pipeline to (new, or empty)."),
+    output: Path = typer.Argument(..., help="The directory to write the int8 pipeline to (new, empty, or an earlier pipeline output)."),
 ) -> None:
     """Write a copy of a pipeline whose encoder runs in int8 on CPU: dynamic
     quantization of every Linear layer of each memcoref component's
@@ -730,17 +748,14 @@ def quantize_cmd(
     the fly). spacy.load and spacy package take the copy as any pipeline; it
     runs on CPU only. The heads stay float32; bfloat16 autocast, if the
     config asks for it, leaves the int8 encoder alone."""
-    from .util import atomic_output_dir, refuse_overwriting_input
+    from .tuning.save import check_pipeline_output, pipeline_output_dir
 
     try:
-        if Path(model).exists():
-            refuse_overwriting_input([model], output)
-        if output.exists() and (not output.is_dir() or any(output.iterdir())):
-            raise ValueError(f"{output} exists and is not an empty directory: choose a new OUTPUT")
+        check_pipeline_output(output, [_model_input(model)])
         nlp = load_pipeline(model)
         counts = _quantize_pipeline(nlp, model)
         nlp.meta["memcoref_int8"] = {"linear_layers": counts, "scheme": "dynamic, per-channel qint8 weights"}
-        with atomic_output_dir(output) as tmp:
+        with pipeline_output_dir(output) as tmp:
             nlp.to_disk(tmp)
     except (ValueError, OSError) as err:
         raise _fail(err)
@@ -796,8 +811,10 @@ def pretrained_build_cmd(
     are those of what ships."""
     from . import pretrained
     from .corpora.docbin import read_docbin
+    from .tuning.save import check_pipeline_output
 
     try:
+        check_pipeline_output(output, [model, meta_file, dev])
         extra = json.loads(meta_file.read_text(encoding="utf8")) if meta_file else {}
         record = pretrained.build(model, output, name=name, dtype=dtype, meta=extra)
         if dev is not None:

@@ -6,6 +6,7 @@ help lists the commands in workflow order.
 conftest's `models` (small s2e and PeTra pipelines, initialized, not trained)
 stand in for real ones.
 """
+import json
 import os
 import re
 
@@ -18,7 +19,7 @@ from spacy_memcoref.cli import app
 from spacy_memcoref.errors import DataFormatError
 from spacy_memcoref.util import atomic_output
 
-from conftest import CONLL, GAP_SAMPLE, assert_user_error
+from conftest import CONLL, GAP_SAMPLE, assert_user_error, make_examples
 
 PEOPLE = "ID\ttext\tcount\np1\tAnna met Maria before she left .\t2\np2\tIt rained .\t0\n"
 
@@ -102,6 +103,159 @@ def test_output_equal_to_input_is_refused(models, tmp_path):
         result = runner.invoke(app, args)
         assert_user_error(result, "is also the input")
     assert {p: p.read_bytes() for p in before} == before
+
+
+# ----- where a pipeline is written ---------------------------------------------------------
+
+
+def _listing(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def s2e_and_dev(trained_s2e, tmp_path):
+    """A copy of the trained s2e pipeline (a command may try to write it) and
+    its TRAIN documents' gold Docs as a dev DocBin."""
+    import shutil
+
+    import spacy
+
+    model = tmp_path / "s2e"
+    shutil.copytree(trained_s2e.path, model)
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in make_examples(spacy.blank("en"))]).to_disk(dev)
+    return model, dev
+
+
+@pytest.fixture
+def nothing_computed(monkeypatch):
+    """Loading a pipeline or building a shipped model fails the test: a
+    refused output must be refused before either."""
+
+    def computed(*args, **kwargs):
+        raise AssertionError("the command computed before it checked its output")
+
+    monkeypatch.setattr("spacy_memcoref.cli.load_pipeline", computed)
+    monkeypatch.setattr("spacy_memcoref.pretrained.build", computed)
+
+
+def _pipeline_writers(models, s2e, dev, people, out):
+    """Each command that writes a pipeline, writing it to `out`."""
+    return [
+        ["tune-link-threshold", str(s2e), str(dev), "-o", str(out)],
+        ["tune-gap-threshold", str(models / "petra"), str(models / "gap.spacy"), "-o", str(out)],
+        ["count-people", str(models / "petra"), str(people), "--alpha", "0.5", "-o", str(out)],
+        ["quantize", str(s2e), str(out)],
+        ["pretrained-build", str(s2e), str(out), "--name", "test-model"],
+    ]
+
+
+def test_every_pipeline_writer_refuses_an_existing_file_at_once(models, s2e_and_dev, tmp_path, nothing_computed):
+    """It used to tune first, then fail with "[Errno 20] Not a directory"."""
+    s2e, dev = s2e_and_dev
+    people = tmp_path / "people.tsv"
+    people.write_text(PEOPLE, encoding="utf8")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the user's own notes\n", encoding="utf8")
+    for args in _pipeline_writers(models, s2e, dev, people, notes):
+        assert_user_error(runner.invoke(app, args), str(notes), "is a file")
+        # a path below a file is refused the same way
+        below = [str(notes / "tuned") if a == str(notes) else a for a in args]
+        assert_user_error(runner.invoke(app, below), str(notes), "is a file")
+    assert notes.read_text(encoding="utf8") == "the user's own notes\n"
+
+
+def test_every_pipeline_writer_refuses_its_own_inputs(models, s2e_and_dev, tmp_path, nothing_computed):
+    s2e, dev = s2e_and_dev
+    people = tmp_path / "people.tsv"
+    people.write_text(PEOPLE, encoding="utf8")
+    meta = tmp_path / "meta.json"
+    meta.write_text("{}", encoding="utf8")
+    petra = models / "petra"
+    calls = [
+        ["tune-link-threshold", str(s2e), str(dev), "-o", str(dev)],  # the data file
+        ["tune-link-threshold", str(s2e), str(dev), "-o", str(s2e)],  # the model folder, named
+        ["tune-link-threshold", str(s2e), str(dev), "-o", str(tmp_path / "." / "s2e")],  # ... another way
+        ["tune-gap-threshold", str(petra), str(models / "gap.spacy"), "-o", str(models / "gap.spacy")],
+        ["tune-gap-threshold", str(petra), str(models / "gap.spacy"), "-o", str(petra)],
+        ["count-people", str(petra), str(people), "--alpha", "0.5", "-o", str(people)],
+        ["count-people", str(petra), str(people), "--alpha", "0.5", "-o", str(petra)],
+        ["quantize", str(s2e), str(s2e)],
+        ["pretrained-build", str(s2e), str(s2e), "--name", "test-model"],
+        ["pretrained-build", str(s2e), str(meta), "--name", "test-model", "--meta", str(meta)],
+        ["pretrained-build", str(s2e), str(dev), "--name", "test-model", "--dev", str(dev)],
+    ]
+    files = (dev, people, meta, models / "gap.spacy")
+    before = {path: path.read_bytes() for path in files}
+    folders = {folder: _listing(folder) for folder in (s2e, petra)}
+    for args in calls:
+        assert_user_error(runner.invoke(app, args), "is also the input")
+    assert {path: path.read_bytes() for path in files} == before
+    assert {folder: _listing(folder) for folder in folders} == folders
+
+
+def test_every_pipeline_writer_refuses_a_folder_of_the_users_files(models, s2e_and_dev, tmp_path, nothing_computed):
+    s2e, dev = s2e_and_dev
+    people = tmp_path / "people.tsv"
+    people.write_text(PEOPLE, encoding="utf8")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("chapter one\n", encoding="utf8")
+    for args in _pipeline_writers(models, s2e, dev, people, mine):
+        assert_user_error(runner.invoke(app, args), str(mine), "not an empty directory or a pipeline folder")
+    assert _listing(mine) == ["thesis.tex"] and (mine / "thesis.tex").read_text(encoding="utf8") == "chapter one\n"
+
+
+def test_tune_link_threshold_checks_its_output_before_tuning(s2e_and_dev, tmp_path, monkeypatch):
+    """A real trained pipeline: refused outputs before any tuning (no table
+    printed, the tuner never called, nothing written); a new folder and
+    the command's own earlier output are written."""
+    import spacy
+
+    from spacy_memcoref.tuning import link_threshold
+
+    s2e, dev = s2e_and_dev
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n", encoding="utf8")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "data.csv").write_text("a,b\n", encoding="utf8")
+    model_files = _listing(s2e)
+    dev_bytes = dev.read_bytes()
+    tuned_calls = []
+    real_tune = link_threshold.tune_link_threshold
+    with monkeypatch.context() as patch:
+        patch.setattr(link_threshold, "tune_link_threshold", lambda *a, **k: tuned_calls.append(a) or real_tune(*a, **k))
+        for out, reason in ((notes, "is a file"), (dev, "is also the input"), (s2e, "is also the input"), (mine, "not an empty directory")):
+            result = runner.invoke(app, ["tune-link-threshold", str(s2e), str(dev), "-o", str(out)])
+            assert_user_error(result, str(out), reason)
+        assert tuned_calls == []
+    assert notes.read_text(encoding="utf8") == "mine\n" and dev.read_bytes() == dev_bytes
+    assert _listing(mine) == ["data.csv"] and _listing(s2e) == model_files
+    # allowed: a new folder, then the same folder again (an earlier output of ours)
+    tuned = tmp_path / "tuned"
+    for _ in range(2):
+        result = runner.invoke(app, ["tune-link-threshold", str(s2e), str(dev), "-o", str(tuned)])
+        assert result.exit_code == 0, result.output
+        threshold = json.loads(result.stdout.strip().splitlines()[-1])["threshold"]
+        assert spacy.load(tuned).get_pipe("memcoref").decoder.link_threshold == threshold
+
+
+def test_tuning_never_saves_into_a_shipped_models_folder(models, tmp_path, nothing_computed):
+    """MODEL in place is a pipeline folder; a shipped model's stored form is
+    not one: saving a tuned pipeline there would wreck it."""
+    import shutil
+
+    from spacy_memcoref import pretrained
+
+    shipped = tmp_path / "s2e-ontogum"
+    shipped.mkdir()
+    for name in (pretrained.CONFIG_FILE, pretrained.META_FILE):  # its weights are not read
+        shutil.copy(pretrained.PRETRAINED_DIR / "s2e-ontogum" / name, shipped / name)
+    before = _listing(shipped)
+    result = runner.invoke(app, ["tune-link-threshold", str(shipped), str(models / "dev.spacy")])
+    assert_user_error(result, str(shipped), "shipped model", "--output")
+    assert _listing(shipped) == before
 
 
 # ----- user errors, one line ---------------------------------------------------------------
@@ -215,7 +369,7 @@ def test_top_level_help_lists_commands_in_workflow_order_as_plain_text():
     listed = [line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.startswith("  ") and not line.startswith("   ")]
     # the workflow, written out: data in, tune, predict at scale, inspect, ship
     assert listed == [
-        "convert", "export", "score", "tune-link-threshold", "tune-gap-threshold",
+        "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
         "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
     ]
     assert "..." not in result.output.split("Commands:")[1]  # every one-line help fits

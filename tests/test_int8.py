@@ -200,6 +200,19 @@ def test_quantize_refuses_an_int8_pipeline_by_name(tiny_int8_model):
     assert not (parent / "twice").exists()
 
 
+def test_quantize_writes_over_its_own_earlier_output(tiny_float_model, tmp_path):
+    """A pipeline folder (config.cfg, meta.json) may be written over, as the
+    tuning commands write over theirs; it is replaced only once the new
+    pipeline is complete."""
+    runner = CliRunner()
+    out = tmp_path / "int8"
+    for _ in range(2):
+        result = runner.invoke(app, ["quantize", str(tiny_float_model), str(out)])
+        assert result.exit_code == 0, result.output
+    assert spacy.load(out).meta["memcoref_int8"]["linear_layers"]["memcoref"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["int8"]  # no temporary folder left
+
+
 def test_quantize_refuses_to_write_into_its_source(tiny_float_model):
     runner = CliRunner()
     before = sorted(p.relative_to(tiny_float_model) for p in tiny_float_model.rglob("*"))
