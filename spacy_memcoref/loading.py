@@ -1,13 +1,17 @@
 """Loading a trained pipeline: the one way the commands and the annotate
 workers (local processes and Ray actors) do it, with errors a user can act
 on: one line that names the file that cannot be loaded, not a traceback from
-deep inside spaCy, Thinc or torch.
+deep inside spaCy, Thinc or torch. `resolve_model` is the one rule of what a
+model argument names (a folder, a package, a shipped model by name or by
+its folder), for the loader, annotate and pretrained alike.
 
 spaCy is imported by the functions, torch only when threads are asked for:
 the CLI imports this module for every command.
 """
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from .errors import ModelLoadError, shorten
 
@@ -64,9 +68,87 @@ def file_being_read(err: BaseException) -> Optional[Path]:
     return found
 
 
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a model argument (a folder, an installed package's name, or the
+    name of a model shipped with this package) names: the one answer that
+    the loader, annotate's checks and its output identity share.
+
+    model (str): what the user gave.
+    path (Optional[Path]): the model's folder (absolute; an installed
+        package's data folder); None when `model` names nothing found.
+    shipped (bool): a shipped model in its stored form (config.cfg,
+        weights.safetensors, meta.json; spacy_memcoref.pretrained), loaded
+        by pretrained.load whether named or given as a folder.
+    name (Optional[str]): the shipped model's name, else None.
+    package (bool): an installed pipeline package.
+    meta (Dict[str, Any]): its meta.json ({} when unreadable or none).
+    identity (str): how annotate's manifest names it: a model of this
+        package by its name (however it was given), a folder by its
+        absolute path, a package or anything else as given.
+    """
+
+    model: str
+    path: Optional[Path]
+    shipped: bool = False
+    name: Optional[str] = None
+    package: bool = False
+    meta: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    identity: str = ""
+
+
+def _read_meta(path: Path) -> Dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def resolve_model(model: Any) -> ResolvedModel:
+    """The model that `model` names, by one rule: an existing path wins (a
+    folder in the stored form of a shipped model is that shipped model;
+    any other path is a spaCy pipeline folder, or what spacy.load makes of
+    it); else the name of a model shipped with this package; else an
+    installed pipeline package. Nothing is loaded and nothing is raised:
+    a model found nowhere has path None.
+
+    model (Any): a path, a package name or a shipped model's name (str or Path).
+    RETURNS (ResolvedModel): the folder, whether it is a shipped model, its
+        meta and the identity annotate writes.
+    """
+    from . import pretrained
+
+    text = str(model)
+    path = Path(text)
+    if path.exists():
+        folder = path.resolve()
+        meta = _read_meta(folder / pretrained.META_FILE) if folder.is_dir() else {}
+        if meta.get("format") == pretrained.FORMAT:
+            own = folder.parent == pretrained.PRETRAINED_DIR.resolve() and folder.name in pretrained.available()
+            name = folder.name if own else meta.get("name")
+            return ResolvedModel(text, folder, True, name, False, meta, folder.name if own else str(folder))
+        return ResolvedModel(text, folder, meta=meta, identity=str(folder))
+    if text in pretrained.available():
+        folder = (pretrained.PRETRAINED_DIR / text).resolve()
+        return ResolvedModel(text, folder, True, text, False, _read_meta(folder / pretrained.META_FILE), text)
+    try:
+        from spacy.util import get_package_path, is_package
+
+        if is_package(text):
+            package = Path(get_package_path(text))
+            found = sorted(package.glob("*/config.cfg"))
+            folder = found[0].parent if found else package
+            meta_path = folder / "meta.json" if (folder / "meta.json").exists() else package / "meta.json"
+            return ResolvedModel(text, folder, package=True, meta=_read_meta(meta_path), identity=text)
+    except Exception:  # not an installed package: spacy.load will say so
+        pass
+    return ResolvedModel(text, None, identity=text)
+
+
 def shipped_model_dir(model: str) -> Optional[Path]:
-    """The folder of the model shipped with this package that `model` names,
-    as load_pipeline reads it: None when a path `model` exists (the path
+    """The folder of the model shipped with this package that `model` names
+    (resolve_model's rule): None when a path `model` exists (the path
     wins) or no shipped model has that name.
 
     model (str): what the user gave as the pipeline.
@@ -74,17 +156,16 @@ def shipped_model_dir(model: str) -> Optional[Path]:
     """
     if Path(model).exists():
         return None
-    from . import pretrained
-
-    return pretrained.model_dir(model) if model in pretrained.available() else None
+    resolved = resolve_model(model)
+    return resolved.path if resolved.shipped else None
 
 
 def load_pipeline(model: str, gpu_id: Optional[int] = -1, *, threads: Optional[int] = None):
     """spacy.load(model) on the GPU `gpu_id` (-1: CPU), with errors a user can act on.
 
-    model (str): a package name, a directory, or the name of a model shipped
-        with this package ("s2e-ontogum", "petra-gap"; a path of that name
-        wins).
+    model (str): a package name, a directory, or a model shipped with this
+        package, by its name ("s2e-ontogum", "petra-gap"; a path of that
+        name wins) or its folder (resolve_model).
     gpu_id (Optional[int]): the GPU, or -1 (None: -1).
     threads (Optional[int]): torch's CPU threads (None or 0: torch's default),
         set before the pipeline is loaded.
@@ -98,7 +179,7 @@ def load_pipeline(model: str, gpu_id: Optional[int] = -1, *, threads: Optional[i
 
     set_torch_threads(threads)
     use_gpu(gpu_id)
-    if shipped_model_dir(model) is not None:
+    if resolve_model(model).shipped:  # by name or as its folder
         from . import pretrained
 
         return pretrained.load(model)

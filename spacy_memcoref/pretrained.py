@@ -31,6 +31,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
 
+from .errors import shorten
 from .models.s2e.s2e_model import TRAINING_ONLY_MODULES
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
@@ -53,16 +54,20 @@ def available() -> List[str]:
 
 
 def model_dir(name_or_path: Union[str, Path]) -> Path:
-    """The folder of a shipped model (by name) or of one built elsewhere (by path).
+    """The folder of a shipped model (by name) or of one built elsewhere (by
+    path), by loading.resolve_model's rule (an existing path wins).
 
     RAISES PretrainedError: neither a shipped name nor a folder with meta.json.
     """
+    from .loading import resolve_model
+
     text = str(name_or_path)
-    if text in available():
-        return PRETRAINED_DIR / text
+    resolved = resolve_model(text)
+    if resolved.shipped:
+        return resolved.path
     path = Path(text)
     if (path / META_FILE).is_file():
-        return path
+        return path  # not the stored form: info() says what its meta.json is
     names = ", ".join(available()) or "none"
     raise PretrainedError(
         f"no shipped model {text!r}: the package ships {names} (python -m spacy_memcoref info lists them), "
@@ -91,17 +96,39 @@ def file_sha256(path: Path) -> str:
 def check_files(folder: Path, meta: Dict[str, Any]) -> None:
     """Every file meta.json names exists and has its recorded SHA-256.
 
-    RAISES PretrainedError: a file is missing or changed.
+    RAISES PretrainedError: a file is missing, unreadable or changed.
     """
     for file_name, recorded in meta["files"].items():
         path = folder / file_name
         if not path.is_file():
             raise PretrainedError(f"{path}: missing (the shipped model {meta['name']!r} is incomplete)")
-        if file_sha256(path) != recorded["sha256"]:
+        try:
+            digest = file_sha256(path)
+        except OSError as err:
+            raise PretrainedError(f"{path}: cannot be read: {err.strerror or err}") from err
+        if digest != recorded["sha256"]:
             raise PretrainedError(
                 f"{path}: does not match the SHA-256 in {META_FILE}: the file is corrupt "
                 "(changed or damaged since it was built); reinstall the package or rebuild the model"
             )
+
+
+def read_weights(path: Path) -> Dict[str, Any]:
+    """The tensors of a shipped model's weights.safetensors (safetensors:
+    tensors only, no pickle).
+
+    path (Path): the file.
+    RETURNS (Dict[str, Any]): key -> torch tensor.
+    RAISES PretrainedError: naming the file, for any failure to read it (not
+        safetensors, a damaged header, a dtype torch lacks, an OSError).
+    """
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except Exception as err:  # safetensors' SafetensorError (no finer base class), OSError, ...
+        reason = shorten(" ".join(str(err).split()) or type(err).__name__)
+        raise PretrainedError(f"{path}: cannot read the stored tensors as safetensors: {reason}") from err
 
 
 def encoder_weights_file(encoder_dir: Union[str, Path]) -> Path:
@@ -158,10 +185,11 @@ def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
     RETURNS (Language): the pipeline (add its component to another pipeline
         with `nlp.add_pipe("memcoref", source=load("s2e-ontogum"))`).
     RAISES PretrainedError: unknown name, a file missing or failing its
-        SHA-256, or an installed base encoder other than the one trained on.
+        SHA-256, a weights.safetensors that cannot be read as safetensors
+        (naming the file), or an installed base encoder other than the one
+        trained on.
     """
     import torch
-    from safetensors.torch import load_file
     from spacy import util
 
     from .models.encoder.encoder import embedded_encoder_path
@@ -177,8 +205,9 @@ def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
             f"{base['sha256'][:12]}..., but the installed encoder's weights have {installed[:12]}...: "
             f"install {base['package']}"
         )
+    # read before the pipeline is built: a file that is no safetensors fails at once
+    stored = read_weights(folder / WEIGHTS_FILE)
     nlp = from_config(util.load_config(folder / CONFIG_FILE))
-    stored = load_file(str(folder / WEIGHTS_FILE))
     used = set()
     with torch.no_grad():
         for pipe_name, node_name, module in torch_modules(nlp):

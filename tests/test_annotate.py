@@ -311,6 +311,43 @@ def test_prefix_the_pipeline_does_not_write_is_refused(model_dir, tmp_path):
     assert choose_prefix("mine", [], "model") == "mine" and choose_prefix(None, None, "model") == "coref_clusters"
 
 
+def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch):
+    """annotate on spacy_memcoref/pretrained_models/s2e-ontogum (the stored
+    form: config.cfg, weights.safetensors, meta.json) used to fail with
+    spaCy's "[E054] No valid 'lang' setting"; it is the model that the
+    name s2e-ontogum is, for annotate, load_pipeline and spacy_memcoref.load."""
+    import spacy_memcoref
+    from spacy_memcoref import pretrained
+    from spacy_memcoref.loading import load_pipeline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = pretrained.PRETRAINED_DIR / "s2e-ontogum"
+    corpus = write_jsonl(tmp_path / "small.jsonl", TEXTS[:3])
+    outputs = {}
+    for model in ("s2e-ontogum", str(folder)):
+        out = tmp_path / ("by_path" if model == str(folder) else "by_name")
+        result = CliRunner().invoke(app, ["annotate", model, str(corpus), str(out), "--n-process", "1", "--no-progress"])
+        assert result.exit_code == 0, result.output
+        outputs[model] = out
+    by_name, by_path = read_records(outputs["s2e-ontogum"]), read_records(outputs[str(folder)])
+    assert [r["id"] for r in by_path] == ["doc0", "doc1", "doc2"] and any(r["clusters"] for r in by_path)
+    assert by_path == by_name
+    # one model, one identity: a run by name is resumed by path
+    assert manifest(outputs[str(folder)])["identity"]["model"] == manifest(outputs["s2e-ontogum"])["identity"]["model"]
+    from spacy_memcoref.loading import resolve_model  # the one rule they share
+
+    resolved = resolve_model(str(folder))
+    assert resolved.shipped and resolved.name == "s2e-ontogum" and resolved.path == folder.resolve()
+    named = resolve_model("s2e-ontogum")
+    assert (named.path, named.shipped, named.name, named.identity) == (resolved.path, True, "s2e-ontogum", resolved.identity)
+    # the loaders take the path too, and give the same clusters
+    texts = TEXTS[:1]
+    for nlp in (load_pipeline(str(folder)), spacy_memcoref.load(str(folder))):
+        assert nlp.pipe_names == ["memcoref"]
+        docs = list(nlp.pipe(texts))
+        assert [doc_record("doc0", doc)["clusters"] for doc in docs] == [by_name[0]["clusters"]]
+
+
 def test_ray_engine_without_ray_says_how_to_install(model_dir, corpus, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(tmp_path / "o"), "--engine", "ray"])

@@ -1,17 +1,23 @@
 """The trained models shipped inside the package (spacy_memcoref.load), the
 format they are stored in (spacy_memcoref.pretrained.build / load), and the
 component's honesty about an untrained head."""
+import hashlib
 import json
+import shutil
 import warnings
 from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
+from typer.testing import CliRunner
 
 import spacy_memcoref
 from spacy_memcoref import pretrained
+from spacy_memcoref.cli import app
 from spacy_memcoref.pipeline.coref_component import MIN_TRAINED_UPDATES, UntrainedWarning, ensure_sentences
+
+from conftest import assert_user_error
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = ("s2e-ontogum", "petra-gap")
@@ -119,6 +125,31 @@ def test_a_changed_byte_stops_the_load(trained_like, tmp_path):
     weights.write_bytes(bytes(data))
     with pytest.raises(pretrained.PretrainedError, match=r"weights\.safetensors: does not match the SHA-256"):
         pretrained.load(tmp_path / "shipped")
+
+
+def test_weights_that_pass_their_checksum_but_are_no_safetensors_name_the_file(tmp_path):
+    """A weights.safetensors whose SHA-256 meta.json records, but that is not
+    safetensors, used to raise safetensors_rust.SafetensorError naming no file."""
+    folder = tmp_path / "garbage-model"
+    folder.mkdir()
+    source = pretrained.PRETRAINED_DIR / "s2e-ontogum"
+    shutil.copy(source / pretrained.CONFIG_FILE, folder / pretrained.CONFIG_FILE)
+    weights = folder / pretrained.WEIGHTS_FILE
+    weights.write_bytes(b"\x00 these bytes are no safetensors file \xff" * 100)
+    meta = json.loads((source / pretrained.META_FILE).read_text(encoding="utf8"))
+    # the checksum as the loader checks it: SHA-256 of the bytes, in meta.json's "files"
+    meta["files"][pretrained.WEIGHTS_FILE] = {"sha256": hashlib.sha256(weights.read_bytes()).hexdigest(), "bytes": weights.stat().st_size}
+    (folder / pretrained.META_FILE).write_text(json.dumps(meta), encoding="utf8")
+    for load in (pretrained.load, spacy_memcoref.load):
+        with pytest.raises(pretrained.PretrainedError) as info:
+            load(str(folder))
+        assert str(weights) in str(info.value) and "safetensors" in str(info.value), str(info.value)
+    # a command that loads it: one line naming the file
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[spacy.blank("en")("Alice met Bob.")]).to_disk(dev)
+    result = CliRunner().invoke(app, ["predict", str(folder), str(dev), str(tmp_path / "out.spacy")])
+    assert_user_error(result, str(weights))
+    assert not (tmp_path / "out.spacy").exists()
 
 
 def test_build_refuses_to_write_inside_its_input(trained_like):

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from ..loading import shipped_model_dir
+from ..loading import resolve_model
 from ..util import atomic_output
 from .results import COUNTS, ShardResult
 
@@ -36,16 +36,15 @@ def shard_name(index: int, suffix: str) -> str:
 
 
 def model_identity(model: str) -> Dict[str, Any]:
-    """What identifies a pipeline for resume: its path (or package name, or
-    shipped model's name), its meta name and version, and a fingerprint of
-    its files (names, sizes, modification times)."""
-    path = Path(model)
-    info: Dict[str, Any] = {"model": model}
-    shipped = shipped_model_dir(model)
-    if path.is_dir() or shipped is not None:
-        path = (shipped or path).resolve()
-        if shipped is None:
-            info["model"] = str(path)
+    """What identifies a pipeline for resume: loading.resolve_model's
+    identity (a folder's absolute path, a package's name, a shipped model's
+    name, whether named or given as its folder), its meta name and version,
+    and, for a folder or shipped model, a fingerprint of its files (names,
+    sizes, modification times)."""
+    resolved = resolve_model(model)
+    info: Dict[str, Any] = {"model": resolved.identity}
+    if resolved.path is not None and resolved.path.is_dir() and not resolved.package:
+        path = resolved.path
         digest = hashlib.sha1()
         for root, dirs, files in os.walk(path):
             dirs.sort()
@@ -54,23 +53,9 @@ def model_identity(model: str) -> Dict[str, Any]:
                 stat = os.stat(full)
                 digest.update(f"{os.path.relpath(full, path)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8"))
         info["fingerprint"] = digest.hexdigest()
-        meta_path = path / "meta.json"
-    else:
-        meta_path = None
-        try:
-            from spacy.util import get_package_path
-
-            package = get_package_path(model)
-            found = sorted(package.glob("*/meta.json"))
-            meta_path = found[0] if found else package / "meta.json"
-        except Exception:  # not an installed package: spacy.load will say so
-            pass
-    if meta_path is not None and meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf8"))
-            info["pipeline"] = f"{meta.get('lang', '')}_{meta.get('name', '')}-{meta.get('version', '')}"
-        except (OSError, ValueError):
-            pass
+    meta = resolved.meta
+    if meta:
+        info["pipeline"] = f"{meta.get('lang', '')}_{meta.get('name', '')}-{meta.get('version', '')}"
     return info
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Op
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX
 from ..errors import DataFormatError, Terminated
-from ..loading import shipped_model_dir, use_gpu
+from ..loading import resolve_model, use_gpu
 from . import _faults
 from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
@@ -120,25 +120,16 @@ class AnnotateSummary:
 
 def check_model(model: str) -> Optional[Path]:
     """The folder of a pipeline (a directory, an installed package's data
-    folder, or the folder of a model shipped with this package, as
-    loading.load_pipeline finds them), or raise a clear error when there is none."""
-    path = Path(model)
-    if path.exists():
-        if not (path.is_dir() and (path / "config.cfg").exists()):
+    folder, or the folder of a model shipped with this package, named or
+    given as a path: loading.resolve_model, as loading.load_pipeline finds
+    them), or raise a clear error when there is none."""
+    resolved = resolve_model(model)
+    if Path(model).exists():
+        if not (resolved.path.is_dir() and (resolved.path / "config.cfg").exists()):
             raise ValueError(f"{model} is not a spaCy pipeline folder (no config.cfg in it)")
-        return path
-    shipped = shipped_model_dir(model)
-    if shipped is not None:
-        return shipped
-    try:
-        from spacy.util import get_package_path, is_package
-
-        if is_package(model):
-            package = get_package_path(model)
-            found = sorted(package.glob("*/config.cfg"))
-            return found[0].parent if found else package
-    except Exception:
-        pass
+        return resolved.path
+    if resolved.path is not None:
+        return resolved.path
     raise ValueError(
         f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package, "
         "nor a model shipped with spacy_memcoref (python -m spacy_memcoref info lists them)"
