@@ -8,6 +8,7 @@ import spacy
 from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     PRONOUNS,
+    SENTENCE_PEOPLE,
     SPEAKERS,
     SYMBOL_TWINS,
     WORD,
@@ -150,7 +151,7 @@ def test_shipped_models_keep_the_rules_on_pasted_text():
         nlp = spacy_memcoref.load(name)
         for doc in nlp.pipe(texts):
             clusters = [[(m.start, m.end - 1) for m in group] for key, group in doc.spans.items() if key.startswith("coref_clusters")]
-            assert violations(doc, clusters) == {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0}, (name, doc.text)
+            assert violations(doc, clusters) == {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}, (name, doc.text)
             # resolved text and entity records read the same clusters
             assert all(edit.text.strip() for edit in spacy_memcoref.resolve(doc).edits)
             for record in spacy_memcoref.entities(doc):
@@ -199,3 +200,27 @@ def test_two_speakers_i_never_share_a_cluster_nor_a_speakers_i_and_you():
     # without speaker turns nothing tells the two "I" apart
     del doc.spans["speakers"]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == unruled
+
+
+def test_two_people_of_one_sentence_are_two_entities_unless_in_apposition_or_a_predicate():
+    doc = NLP("The chief hired the assistant because she needed help .")
+    doc[0].is_sent_start = True
+    for token in doc[1:]:
+        token.is_sent_start = False
+    spans = [(0, 1), (3, 4), (6, 6)]  # The chief, the assistant, she
+    # "the assistant" prefers "The chief"; "she" prefers "the assistant"
+    prediction = _prediction(doc, spans, {1: [(0, 2.0)], 2: [(1, 3.0), (0, 2.5)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SENTENCE_PEOPLE})) == [["The chief", "the assistant", "she"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["the assistant", "she"]]
+    rules = DocRules(doc)
+    for text, a, b in (
+        ("The winner was the youngest player .", (0, 1), (3, 5)),  # a predicate
+        ("The mayor , a teacher , spoke .", (0, 1), (3, 4)),  # an apposition
+        ("The chief saw the chief .", (0, 1), (3, 4)),  # one head
+    ):
+        other = NLP(text)
+        for token in other[1:]:
+            token.is_sent_start = False
+        assert not DocRules(other).distinct_in_sentence(a, b), text
+    assert rules.distinct_in_sentence((0, 1), (3, 4))
