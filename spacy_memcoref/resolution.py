@@ -16,7 +16,11 @@ set by hand. spaCy only (no torch). The rules, in order:
    tokens), "Mary’s" and "the kids'" are named "Mary" and "the kids"; and
    without an aside: a relative clause after a comma or a ", 42" where its
    head part ends, or a final parenthesis ("Jason , who is our editor" ->
-   "Jason"; `_before_aside`).
+   "Jason"; `_before_aside`). A description around a proper name, after a
+   possessive or before an apposition, is named by the name ("his sister
+   Anna" -> "Anna", "her father , Władysław ," -> "Władysław";
+   `_named_part`); a name that still holds a possessive determiner ("her
+   mother") replaces pronouns of its own sentence only.
 3. Personal pronouns (subject and object) become the name; the
    representative and the other nominal mentions stay as they are.
 4. Possessives become the name's possessive, with exactly one marker: "'s",
@@ -368,6 +372,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
     tagged = is_tagged(doc)
     parsed = doc.has_annotation("DEP")
     sentence_starts = _sentence_starts(doc)
+    sorted_starts = sorted(sentence_starts)
     quoted = _quoted(doc)
     # (start_char, end_char, order, text, the order of the edit it needs or None)
     candidates: List[Tuple[int, int, int, str, Optional[int]]] = []
@@ -377,10 +382,17 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
         if representative is None:
             continue
         name = _name(representative, tagged)
+        # the words the name is made of: the name inside a description ("Władysław"), or all
+        named = _named_part(representative, representative.end, tagged) or representative
         name_is_plural = _NameNumber(representative, tagged, parsed)
+        # "her father" names him only in its own sentence: elsewhere "her" may be someone else
+        owned = any(word.lower() in OWNER_WORDS for word in name.split())
+        home = _sentence_of(representative.start, sorted_starts) if owned else 0
         for mention in mentions:
             if representative.start <= mention.start and mention.end <= representative.end:
                 continue  # the representative, or a mention inside it: kept
+            if owned and _sentence_of(mention.start, sorted_starts) != home:
+                continue
             form = _pronoun_form(mention, tagged, quoted)
             if form is None:
                 continue
@@ -397,7 +409,7 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
                     continue  # an ambiguous clitic: the pronoun is left alone
                 text = f"{text} {verb}"
                 end = clitic.idx + len(clitic.text)
-            text = _case(text, representative, tagged, capitalized=token.i in sentence_starts or _capitalized_pronoun(token))
+            text = _case(text, named, tagged, capitalized=token.i in sentence_starts or _capitalized_pronoun(token))
             order = len(candidates)
             candidates.append((token.idx, end, order, text, None))
             if agreeing is not None:
@@ -604,10 +616,43 @@ def representative_name(representative: "Span", tagged: Optional[bool] = None) -
     return _name(representative, is_tagged(representative.doc) if tagged is None else tagged)
 
 
+# the possessive determiners, "her" included (POSSESSIVE_DETERMINERS leaves
+# it out: it is an object pronoun too)
+OWNER_WORDS = set(POSSESSIVE_DETERMINERS) | {"her"}
+
+
+def _named_part(span: "Span", end: int, tagged: bool) -> Optional["Span"]:
+    """The proper name inside a description of someone, which names them
+    better than the description does: after a possessive determiner ("His
+    sister Anna", "her father , Władysław ,") or after a comma that follows
+    a description without a name ("the company 's chief executive , Paula
+    Grant"): the last run of proper-noun words, when it ends the mention
+    (an apposition's closing comma aside). None when there is none."""
+    doc = span.doc
+    words = [i for i in range(span.start, end) if WORD_CHARACTER.search(doc[i].text)]
+    if len(words) < 2:
+        return None
+    last = end - 1
+    while last > span.start and not WORD_CHARACTER.search(doc[last].text):
+        last -= 1  # the apposition's closing comma
+    first = last
+    while first - 1 > span.start and _is_proper(doc[first - 1 : first], tagged) and doc[first - 1].lower_ not in OWNER_WORDS:
+        first -= 1
+    if not _is_proper(doc[first : last + 1], tagged) or first == span.start:
+        return None
+    before = doc[span.start : first]
+    owned = doc[span.start].lower_ in OWNER_WORDS
+    apposition = any(t.text == "," for t in before) and not _is_proper(before, tagged)
+    return doc[first : last + 1] if owned or apposition else None
+
+
 def _name(span: "Span", tagged: bool) -> str:
     end = span.end
     if len(span) > 1 and _is_possessive_marker(span[-1], span, tagged):
         end -= 1
+    named = _named_part(span, end, tagged)
+    if named is not None:
+        return " ".join(named.text.split())
     marker_cut = end < span.end
     end = _before_aside(span, end)
     text = " ".join(span.doc[span.start : end].text.split())
@@ -1050,6 +1095,13 @@ def _case(text: str, representative: "Span", tagged: bool, *, capitalized: bool)
     if first.is_title and common:
         return text[0].lower() + text[1:]
     return text
+
+
+def _sentence_of(i: int, starts: List[int]) -> int:
+    """The start of the sentence that holds token i (`starts`: the sorted
+    sentence starts)."""
+    at = bisect.bisect_right(starts, i) - 1
+    return starts[at] if at >= 0 else 0
 
 
 def _sentence_starts(doc: "Doc") -> set:

@@ -281,17 +281,18 @@ def test_possessive_chain_from_the_readme():
     doc.spans["coref_clusters_1"] = [doc[0:2], doc[3:4], doc[6:7]]
     doc.spans["coref_clusters_2"] = [doc[3:5], doc[9:10]]
     doc.spans["coref_clusters_3"] = [doc[6:8], doc[11:12]]
-    assert resolve(doc).text == "The kids lost the kids' ball. The kids' mother found their ball in their mother's car."
+    # "their ball" names "it" in its own sentence only (issue 60, item 5)
+    assert resolve(doc).text == "The kids lost the kids' ball. The kids' mother found it in their mother's car."
 
 
-def test_representative_with_a_pronoun_inside_is_inserted_as_written():
+def test_representative_with_a_pronoun_inside_stays_in_its_sentence():
     doc = by_words(
         "John called his mother. She was happy.",
         [("John", 0), ("his", 0)],
         [(("his", 0), 2), ("She", 0)],
     )
-    # "his" is replaced once; "his mother" is inserted as it stands in the text
-    assert resolve(doc).text == "John called John's mother. His mother was happy."
+    # "his" is replaced once; "his mother" names no one outside its sentence
+    assert resolve(doc).text == "John called John's mother. She was happy."
 
 
 # ----- possessive representatives, clitics, nested mentions, empty names --------------
@@ -900,3 +901,49 @@ def test_entity_vectors_are_the_mean_over_mention_heads():
 
 def test_public_names():
     assert spacy_memcoref.resolve is resolve and spacy_memcoref.entities is entities
+
+
+def test_a_description_around_a_name_is_named_by_the_name():
+    """Issue 60, item 5: the base checkpoint's right clusters still read "her
+    father, Władysław encouraged her father, Władysław's daughter" and "his
+    sister Anna thanked John Smith"."""
+    import spacy
+
+    from spacy_memcoref import resolve
+    from spacy_memcoref.doc_helpers.clusters import write_clusters
+
+    nlp = spacy.blank("en")
+    doc = nlp("Her father, Władysław, taught physics. He encouraged his daughter. "
+              "His sister Anna thanked him. She was glad. The chief executive, Paula Grant, left. She came back.")
+    words = [t.text for t in doc]
+
+    def at(word, n=0):
+        return [i for i, w in enumerate(words) if w == word][n]
+
+    father = doc[0 : at("Władysław") + 2]  # "Her father , Władysław ,"
+    sister = doc[at("His") : at("Anna") + 1]
+    ceo = doc[at("The") : at("Grant") + 1]
+    write_clusters(doc, [
+        [father, doc[at("He") : at("He") + 1], doc[at("his") : at("his") + 1]],
+        [sister, doc[at("She") : at("She") + 1]],
+        [ceo, doc[at("She", 1) : at("She", 1) + 1]],
+    ], "coref_clusters")
+    text = resolve(doc).text
+    assert "Władysław encouraged Władysław's daughter" in text
+    assert "Anna was glad" in text and "Paula Grant came back" in text
+
+
+def test_a_description_with_an_owner_and_no_name_stays_in_its_sentence():
+    import spacy
+
+    from spacy_memcoref import resolve
+    from spacy_memcoref.doc_helpers.clusters import write_clusters
+
+    nlp = spacy.blank("en")
+    doc = nlp("Ann met her mother and thanked her. Later she called Tom. She was tired.")
+    mother, her2, she2 = doc[2:4], doc[6:7], doc[13:14]
+    write_clusters(doc, [[mother, her2, she2]], "coref_clusters")
+    text = resolve(doc).text
+    # in its own sentence "her mother" still means Ann's; two sentences on "her" would be anyone's
+    assert text.startswith("Ann met her mother and thanked her mother.")
+    assert text.endswith("She was tired.")
