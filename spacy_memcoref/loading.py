@@ -120,18 +120,15 @@ def resolve_model(model: Any) -> ResolvedModel:
     from . import pretrained
 
     text = str(model)
+    shipped = pretrained.find_shipped(text)
+    if shipped is not None:
+        folder, name, meta = shipped
+        own = folder.parent == pretrained.PRETRAINED_DIR.resolve()
+        return ResolvedModel(text, folder, True, name, False, meta, name if own and name else str(folder))
     path = Path(text)
     if path.exists():
         folder = path.resolve()
-        meta = _read_meta(folder / pretrained.META_FILE) if folder.is_dir() else {}
-        if meta.get("format") == pretrained.FORMAT:
-            own = folder.parent == pretrained.PRETRAINED_DIR.resolve() and folder.name in pretrained.available()
-            name = folder.name if own else meta.get("name")
-            return ResolvedModel(text, folder, True, name, False, meta, folder.name if own else str(folder))
-        return ResolvedModel(text, folder, meta=meta, identity=str(folder))
-    if text in pretrained.available():
-        folder = (pretrained.PRETRAINED_DIR / text).resolve()
-        return ResolvedModel(text, folder, True, text, False, _read_meta(folder / pretrained.META_FILE), text)
+        return ResolvedModel(text, folder, meta=_read_meta(folder / "meta.json") if folder.is_dir() else {}, identity=str(folder))
     try:
         from spacy.util import get_package_path, is_package
 

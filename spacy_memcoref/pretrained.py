@@ -53,18 +53,49 @@ def available() -> List[str]:
     return sorted(p.name for p in PRETRAINED_DIR.iterdir() if (p / META_FILE).is_file())
 
 
+def find_shipped(name_or_path: Union[str, Path]) -> Optional[Tuple[Path, Optional[str], Dict[str, Any]]]:
+    """The shipped model that `name_or_path` names, by the one rule
+    (loading.resolve_model uses it): an existing path wins, and is a shipped
+    model when its meta.json is of the stored form; else the name of a
+    model shipped with this package.
+
+    RETURNS (Optional[Tuple[Path, Optional[str], Dict]]): (its folder,
+        resolved; its name: this package's own model's, else its meta's
+        "name"; its meta), or None when it names no shipped model.
+    """
+    text = str(name_or_path)
+    path = Path(text)
+    if path.exists():
+        folder = path.resolve()
+        meta = _read_json(folder / META_FILE) if folder.is_dir() else {}
+        if meta.get("format") != FORMAT:
+            return None
+        own = folder.parent == PRETRAINED_DIR.resolve() and folder.name in available()
+        return folder, folder.name if own else meta.get("name"), meta
+    if text in available():
+        folder = (PRETRAINED_DIR / text).resolve()
+        return folder, text, _read_json(folder / META_FILE)
+    return None
+
+
+def _read_json(path: Path) -> Dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def model_dir(name_or_path: Union[str, Path]) -> Path:
     """The folder of a shipped model (by name) or of one built elsewhere (by
-    path), by loading.resolve_model's rule (an existing path wins).
+    path), by find_shipped's rule (an existing path wins).
 
     RAISES PretrainedError: neither a shipped name nor a folder with meta.json.
     """
-    from .loading import resolve_model
-
     text = str(name_or_path)
-    resolved = resolve_model(text)
-    if resolved.shipped:
-        return resolved.path
+    found = find_shipped(text)
+    if found is not None:
+        return found[0]
     path = Path(text)
     if (path / META_FILE).is_file():
         return path  # not the stored form: info() says what its meta.json is

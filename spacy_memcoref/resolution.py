@@ -641,8 +641,11 @@ def _named_part(span: "Span", end: int, tagged: bool) -> Optional["Span"]:
     if not _is_proper(doc[first : last + 1], tagged) or first == span.start:
         return None
     before = doc[span.start : first]
-    owned = doc[span.start].lower_ in OWNER_WORDS
-    apposition = any(t.text == "," for t in before) and not _is_proper(before, tagged)
+    opener = doc[span.start].lower_
+    owned = opener in OWNER_WORDS
+    # "the chief executive , Paula Grant": a description, a comma, the name
+    # (not a clause: "It was happy , said Alice")
+    apposition = opener in ("the", "a", "an") and doc[first - 1].text == "," and not _is_proper(before, tagged)
     return doc[first : last + 1] if owned or apposition else None
 
 

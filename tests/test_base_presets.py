@@ -53,15 +53,17 @@ def test_petra_base_preset_overfits_and_encodes_each_text_once(tiny_mpnet):
 
 
 KEEP_LAYERS = "components.memcoref.model.tok2vec.transformer_config.num_hidden_layers"
+TRAINABLE = "components.memcoref.model.tok2vec.trainable_layers"
 
 
 def test_s2e_base_preset_overfits_and_trains_the_top_layers_only(tiny_mpnet):
-    # the preset keeps the bottom 8 of 12 layers; the tiny MPNet has 4, all kept
-    # here, and the preset fine-tunes the top 3 of them
+    # the preset keeps the bottom 8 of 12 layers and fine-tunes the top 4 of
+    # them; the tiny MPNet has 4, all kept here, and the top 3 fine-tuned
+    # (one at least stays frozen)
     tok2vec = load_config(CONFIGS / "s2e_base.cfg")["components"]["memcoref"]["model"]["tok2vec"]
     assert tok2vec["transformer_config"]["num_hidden_layers"] == 8
-    assert tok2vec["trainable_layers"] == 3
-    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4})
+    assert tok2vec["trainable_layers"] == 4
+    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4, TRAINABLE: 3})
     examples = make_examples(nlp)
     # the preset's all-mentions scorer learns from the cluster mentions on
     # Docs without GUM's layer, and says so
@@ -76,12 +78,12 @@ def test_s2e_base_preset_overfits_and_trains_the_top_layers_only(tiny_mpnet):
 
 
 def test_s2e_base_keeps_the_bottom_layers_and_refuses_more_than_the_encoder_has(tiny_mpnet):
-    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 3})
+    nlp = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 3, TRAINABLE: 2})
     nlp.initialize(lambda: make_examples(nlp))
     hf = find_transformer(nlp.get_pipe("memcoref").model).transformer
     assert len(hf.encoder.layer) == 3
     # the kept layers are the checkpoint's bottom ones, not new random ones
-    full = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4})
+    full = _preset("s2e_base.cfg", tiny_mpnet, **{KEEP_LAYERS: 4, TRAINABLE: 3})
     full.initialize(lambda: make_examples(full))
     full_hf = find_transformer(full.get_pipe("memcoref").model).transformer
     for kept, original in zip(hf.encoder.layer[2].parameters(), full_hf.encoder.layer[2].parameters()):

@@ -15,8 +15,8 @@ below; two layers of one rank may not import each other):
 3. models       Thinc builders and pure torch modules, a layer by part
                 (every module of models/ in a part; lowest first):
    3.0 models          the package, the torch helpers both the encoder
-                       and the heads use (averaged_params, torch_weights)
-                       and the training's dropout masks (cpu_dropout)
+                       and the heads use (averaged_params, torch_weights,
+                       after_fork) and the training's dropout masks (cpu_dropout)
    3.1 models.encoder  the encoder: the embedded transformer, its frozen
                        and partly frozen forms, their cache, bfloat16, int8,
                        weights-only loading
@@ -27,7 +27,8 @@ below; two layers of one rank may not import each other):
 4. scoring      metrics, GAP decisions
 5. pipeline     the spaCy components (and the training callbacks)
 6. tuning       choosing decoder settings on validation data: grids, the
-                tie-break rule, saving a pipeline with them
+                tie-break rule, saving a pipeline with them; and training
+                (spaCy's loop with checkpoints and resume)
 7. app          the command line, corpus annotation, pictures, resolved
                 text and entity records, the shipped trained models, the
                 package's own __init__
@@ -53,6 +54,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "models.averaged_params": ("models", 3.0),
     "models.torch_weights": ("models", 3.0),
     "models.cpu_dropout": ("models", 3.0),
+    "models.after_fork": ("models", 3.0),
     "models.encoder": ("models.encoder", 3.1),
     "models.thinc_glue": ("models.glue", 3.2),
     "models.s2e": ("models.s2e", 3.3),
@@ -60,6 +62,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "scoring": ("scoring", 4),
     "pipeline": ("pipeline", 5),
     "training_callbacks": ("pipeline", 5),
+    "training": ("tuning", 6),  # memcoref train: spaCy's loop with checkpoints
     "tuning": ("tuning", 6),
     "visualize": ("app", 7),
     "resolution": ("app", 7),

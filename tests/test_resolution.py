@@ -947,3 +947,14 @@ def test_a_description_with_an_owner_and_no_name_stays_in_its_sentence():
     # in its own sentence "her mother" still means Ann's; two sentences on "her" would be anyone's
     assert text.startswith("Ann met her mother and thanked her mother.")
     assert text.endswith("She was tired.")
+
+
+def test_a_clause_before_a_name_is_no_apposition():
+    import spacy
+
+    from spacy_memcoref.resolution import representative_name
+
+    nlp = spacy.blank("en")
+    doc = nlp("It was happy, said Alice. The chief executive, Paula Grant, left.")
+    assert representative_name(doc[0:6]) == "It was happy, said Alice"
+    assert representative_name(doc[7:14]) == "Paula Grant"

@@ -174,7 +174,11 @@ def test_sigterm_leaves_a_resumable_run(tmp_path):
     """The CLI, stopped by SIGTERM mid-run, writes a checkpoint and exits 3;
     run again with --resume it ends with the weights of an uninterrupted run."""
     config = _write_config(tmp_path, max_steps=150, checkpoint_every=0)
-    _quiet_train(_init(config), tmp_path / "whole")
+    # the uninterrupted run by the CLI too: the same process settings (torch's
+    # threads: the test process may run with fewer, and float sums differ)
+    whole = _memcoref_train(config, "--output", tmp_path / "whole")
+    out, _ = whole.communicate(timeout=300)
+    assert whole.returncode == 0, out
     process = _memcoref_train(config, "--output", tmp_path / "stopped")
     deadline = time.time() + 120
     # the first evaluation's row (step 0) is printed once updates run
