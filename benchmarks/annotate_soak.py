@@ -12,7 +12,6 @@ cycled, each with its own id: short real text, nothing to download.
 """
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -8,7 +8,6 @@ its folder), for the loader, annotate and pretrained alike.
 spaCy is imported by the functions, torch only when threads are asked for:
 the CLI imports this module for every command.
 """
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -97,14 +96,6 @@ class ResolvedModel:
     identity: str = ""
 
 
-def _read_meta(path: Path) -> Dict[str, Any]:
-    try:
-        meta = json.loads(path.read_text(encoding="utf8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def resolve_model(model: Any) -> ResolvedModel:
     """The model that `model` names, by one rule: an existing path wins (a
     folder in the stored form of a shipped model is that shipped model;
@@ -128,7 +119,7 @@ def resolve_model(model: Any) -> ResolvedModel:
     path = Path(text)
     if path.exists():
         folder = path.resolve()
-        return ResolvedModel(text, folder, meta=_read_meta(folder / "meta.json") if folder.is_dir() else {}, identity=str(folder))
+        return ResolvedModel(text, folder, meta=pretrained.read_json(folder / "meta.json") if folder.is_dir() else {}, identity=str(folder))
     try:
         from spacy.util import get_package_path, is_package
 
@@ -137,7 +128,7 @@ def resolve_model(model: Any) -> ResolvedModel:
             found = sorted(package.glob("*/config.cfg"))
             folder = found[0].parent if found else package
             meta_path = folder / "meta.json" if (folder / "meta.json").exists() else package / "meta.json"
-            return ResolvedModel(text, folder, package=True, meta=_read_meta(meta_path), identity=text)
+            return ResolvedModel(text, folder, package=True, meta=pretrained.read_json(meta_path), identity=text)
     except Exception:  # not an installed package: spacy.load will say so
         pass
     return ResolvedModel(text, None, identity=text)

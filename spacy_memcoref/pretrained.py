@@ -67,18 +67,19 @@ def find_shipped(name_or_path: Union[str, Path]) -> Optional[Tuple[Path, Optiona
     path = Path(text)
     if path.exists():
         folder = path.resolve()
-        meta = _read_json(folder / META_FILE) if folder.is_dir() else {}
+        meta = read_json(folder / META_FILE) if folder.is_dir() else {}
         if meta.get("format") != FORMAT:
             return None
         own = folder.parent == PRETRAINED_DIR.resolve() and folder.name in available()
         return folder, folder.name if own else meta.get("name"), meta
     if text in available():
         folder = (PRETRAINED_DIR / text).resolve()
-        return folder, text, _read_json(folder / META_FILE)
+        return folder, text, read_json(folder / META_FILE)
     return None
 
 
-def _read_json(path: Path) -> Dict[str, Any]:
+def read_json(path: Path) -> Dict[str, Any]:
+    """A JSON object file's contents; {} when it is unreadable or no object."""
     try:
         value = json.loads(path.read_text(encoding="utf8"))
     except (OSError, ValueError):
