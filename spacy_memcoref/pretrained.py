@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from spacy.language import Language
 
 from .errors import shorten
+from .util import file_sha256  # noqa: F401 (pretrained.file_sha256, as before)
 from .models.s2e.s2e_model import TRAINING_ONLY_MODULES
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
@@ -116,13 +117,6 @@ def info(name_or_path: Union[str, Path]) -> Dict[str, Any]:
     return meta
 
 
-def file_sha256(path: Path) -> str:
-    """RETURNS (str): the hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file_:
-        for block in iter(lambda: file_.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_files(folder: Path, meta: Dict[str, Any]) -> None:

@@ -155,3 +155,14 @@ def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:
             if i == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield i, text
+
+
+def file_sha256(path) -> str:
+    """RETURNS (str): the hex SHA-256 of a file's bytes, read a MiB at a time."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as file_:
+        for block in iter(lambda: file_.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

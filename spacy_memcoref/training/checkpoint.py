@@ -35,6 +35,7 @@ from spacy.language import Language
 from thinc.api import Model, Optimizer, get_current_ops
 
 from ..errors import CheckpointError
+from ..util import file_sha256
 
 PREFIX = "checkpoint-"
 PARTIAL = ".partial"
@@ -218,14 +219,6 @@ def _restore_optimizer(nlp: Language, optimizer: Optimizer, arrays: Dict[str, nu
 # ----- writing and finding ---------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file_:
-        for block in iter(lambda: file_.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _fsync_tree(path: Path) -> None:
     for root, _, files in os.walk(path):
         for name in files:
@@ -264,7 +257,7 @@ def write_checkpoint(output: Path, nlp: Language, optimizer: Optimizer, state: T
     }
     (partial / STATE).write_text(json.dumps(record), encoding="utf8")
     _fsync_tree(partial)
-    marker = {name: _sha256(partial / name) for name in (STATE, OPTIMIZER)}
+    marker = {name: file_sha256(partial / name) for name in (STATE, OPTIMIZER)}
     (partial / MARKER).write_text(json.dumps(marker), encoding="utf8")
     shutil.rmtree(final, ignore_errors=True)
     os.replace(partial, final)
@@ -295,7 +288,7 @@ def _verify(path: Path) -> Optional[str]:
     try:
         marker = json.loads((path / MARKER).read_text(encoding="utf8"))
         for name in (STATE, OPTIMIZER):
-            if _sha256(path / name) != marker[name]:
+            if file_sha256(path / name) != marker[name]:
                 return f"{name} does not match its checksum"
         if not (path / MODEL / "config.cfg").is_file():
             return "the model folder is incomplete"
