@@ -23,7 +23,6 @@ trained pipeline folder (`spacy project run pretrained`).
 
 torch and safetensors are imported by the functions that need them.
 """
-import hashlib
 import json
 from datetime import date
 from pathlib import Path
