@@ -798,14 +798,17 @@ def info_cmd(
 
 @app.command("pretrained-build", short_help="Store a trained pipeline as a shipped model (what training changed, checksummed).")
 def pretrained_build_cmd(
-    model: Path = typer.Argument(..., help="A trained pipeline folder whose encoder is the embedded all-MiniLM-L6-v2."),
+    model: Path = typer.Argument(..., help="A trained pipeline folder: its encoder the embedded all-MiniLM-L6-v2, or a local folder of the encoder --encoder names."),
     output: Path = typer.Argument(..., help="The folder to write (config.cfg, weights.safetensors, meta.json)."),
     name: str = typer.Option(..., "--name", help="The model's name, e.g. s2e-ontogum."),
     meta_file: Optional[Path] = typer.Option(None, "--meta", help="A JSON file of what to record: description, sources, recipe."),
     dev: Optional[Path] = typer.Option(None, "--dev", help="A DocBin to score the STORED form on; the scores go into meta.json."),
     dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16, float16 or float32."),
+    form: str = typer.Option("full", "--form", help="How the tuned encoder matrices are stored: full, int8 (8-bit weight-only) or lowrank (what training added, as a rank-r product)."),
+    rank: int = typer.Option(64, "--rank", help="The rank of --form lowrank."),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="The Hugging Face name of the pipeline's encoder (e.g. sentence-transformers/all-mpnet-base-v2), when it is not the embedded MiniLM: load() finds it by that name."),
 ) -> None:
-    """Write what training changed relative to the embedded encoder (the
+    """Write what training changed relative to the base encoder (the
     fine-tuned layers, the head) as safetensors with a SHA-256 each, then
     load the stored form back and score it on --dev, so the recorded scores
     are those of what ships."""
@@ -816,7 +819,7 @@ def pretrained_build_cmd(
     try:
         check_pipeline_output(output, [model, meta_file, dev])
         extra = json.loads(meta_file.read_text(encoding="utf8")) if meta_file else {}
-        record = pretrained.build(model, output, name=name, dtype=dtype, meta=extra)
+        record = pretrained.build(model, output, name=name, dtype=dtype, form=form, rank=rank, encoder=encoder, meta=extra)
         if dev is not None:
             from spacy.training import Example
 

@@ -117,3 +117,15 @@ class TrainingStopped(RuntimeError):
         self.step = step
         self.checkpoint = Path(checkpoint)
         super().__init__(f"training stopped after {step} updates; checkpoint {checkpoint}")
+
+
+class PretrainedError(ValueError):
+    """A shipped model that cannot be found, or whose files fail their checks."""
+
+
+class EncoderNotFound(PretrainedError):
+    """A shipped model's base encoder is nowhere to be found (encoder_source)."""
+
+
+class EncoderMismatch(PretrainedError):
+    """A base encoder was found, but its weights are not the ones trained on."""

