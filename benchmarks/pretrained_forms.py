@@ -1,9 +1,17 @@
 """Size, score and speed of the forms a shipped model can be stored in, side
 by side in one run: the trained pipeline as `spacy.load` saves it (every
 weight in float32), and `pretrained-build`'s form (only what training
-changed, relative to the embedded encoder) in float32, float16 and bfloat16.
+changed, relative to the base encoder) in float32, float16 and bfloat16,
+and the tuned encoder matrices in the smaller forms (spacy_memcoref/
+weight_forms.py: int8, lowrank:RANK).
 
     python benchmarks/pretrained_forms.py TRAINED_PIPELINE DEV.spacy [--dtypes bfloat16,float32]
+    python benchmarks/pretrained_forms.py TRAINED_PIPELINE DEV.spacy --dtypes bfloat16 \
+        --forms full,int8,lowrank:32,lowrank:64 --encoder sentence-transformers/all-mpnet-base-v2
+
+--encoder: the Hugging Face name of a base pipeline's encoder (its config
+names a local folder of it; load() finds the same folder through
+$SPACY_MEMCOREF_ENCODER, which this script sets).
 
 TRAINED_PIPELINE: e.g. training/pretrained/s2e-ontogum/model-tuned.
 DEV.spacy: the dev Docs the score is taken on (OntoGUM dev: CoNLL F1; GAP
@@ -44,6 +52,9 @@ def main() -> None:
     parser.add_argument("pipeline", type=Path)
     parser.add_argument("dev", type=Path)
     parser.add_argument("--dtypes", default="bfloat16,float16,float32")
+    parser.add_argument("--forms", default="full", help="comma-separated: full, int8, lowrank:RANK")
+    parser.add_argument("--encoder", default=None, help="the Hugging Face name of the pipeline's encoder, when not the embedded MiniLM")
+    parser.add_argument("--skip-full-load", action="store_true", help="leave out the spacy.load row (it scores the same weights as full, float32)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     quiet()
@@ -56,13 +67,26 @@ def main() -> None:
     print(machine_line(threads))
     full = spacy.load(args.pipeline)
     gold = read_docbin(args.dev, full.vocab)
-    rows = [("spacy.load (every weight, float32)", dir_mb(args.pipeline), measure(full, gold))]
+    rows = []
+    if args.encoder:
+        import os
+
+        from spacy_memcoref import encoder_source
+
+        name = full.config.interpolate()["components"][full.pipe_names[0]]["model"]["tok2vec"]["name"]
+        os.environ[encoder_source.ENV_VAR] = str(name)
+    if not args.skip_full_load:
+        rows.append(("spacy.load (every weight, float32)", dir_mb(args.pipeline), measure(full, gold)))
     del full
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in args.dtypes.split(","):
-            out = Path(tmp) / dtype
-            pretrained.build(args.pipeline, out, name="benchmark", dtype=dtype)
-            rows.append((f"pretrained-build, {dtype}", dir_mb(out), measure(pretrained.load(out), gold)))
+            for spec in args.forms.split(","):
+                form, _, rank = spec.partition(":")
+                out = Path(tmp) / f"{dtype}-{form}-{rank}"
+                pretrained.build(args.pipeline, out, name="benchmark", dtype=dtype, form=form, rank=int(rank or 64), encoder=args.encoder)
+                label = f"pretrained-build, {dtype}" + ("" if spec == "full" else f", {spec}")
+                rows.append((label, dir_mb(out), measure(pretrained.load(out), gold)))
+                print(f"  {label}: {rows[-1][1]:.1f} MB, {rows[-1][2]['score']:.2f}", flush=True)
     print(f"| form | MB on disk | {rows[0][2]['metric']} (dev) | tokens/s |")
     print("| --- | --: | --: | --: |")
     for name, size, result in rows:

@@ -139,3 +139,56 @@ def test_predicted_tokens_follow_the_reference_decisions():
     assert swapped.predicted.text == swapped.reference.text
     assert len(swapped.predicted) == 6
     assert swapped.alignment.x2y.lengths.tolist() == [1, 1, 1, 1, 1, 1]
+
+
+# ----- whole documents: gendered words and first names (s2e) ---------------
+
+
+@pytest.mark.parametrize(
+    "words,expected",
+    [
+        ("Mary thanked her father , Mr. Smith .", "James thanked his mother , Ms. Smith ."),
+        ("The King and his sons", "The Queen and her daughters"),
+        ("John Paul met Patricia at the WOMEN 's race", "Patricia Paul met John at the MEN 's race"),
+        # not names: lower-case words, and the names kept out of the lists
+        ("mark the will , Kelly and Alex", "mark the will , Kelly and Alex"),
+    ],
+)
+def test_nouns_and_names_swap_by_hand(words, expected):
+    assert " ".join(swap_gender_words(words.split(), nouns=True, names=True)) == expected
+    # by default only the pronouns: GAP's candidates keep their names
+    assert swap_gender_words("Mary met her father".split()) == "Mary met his father".split()
+
+
+def test_the_word_lists_swap_one_token_for_one_and_back():
+    from spacy_memcoref.corpora.gendered_words import NAMES, NOUN_PAIRS, NOUNS
+
+    for table in (NOUNS, NAMES):
+        for word, swapped in table.items():
+            assert swapped and " " not in swapped and swapped != word, word
+    # every pair but those that read two ways going back (lady, mr.) round-trips
+    lossy = {"lady", "ladies", "mr.", "mr"}
+    for masculine, feminine in NOUN_PAIRS:
+        if masculine not in lossy and feminine not in lossy:
+            assert NOUNS[NOUNS[masculine]] == masculine and NOUNS[masculine] == feminine
+
+
+def test_a_swapped_document_keeps_its_clusters():
+    nlp = spacy.blank("en")
+    doc = nlp("Mary Curie taught her son. His father, Pierre, thanked her.")
+    doc.spans["coref_clusters_1"] = [doc[0:2], doc[3:4], doc[12:13]]
+    doc.spans["coref_clusters_2"] = [doc[3:5], doc[6:7]]
+    example = gender_swapped_example(Example(nlp.make_doc(doc.text), doc), nouns=True, names=True)
+    assert example.reference.text == "James Curie taught his daughter. Her mother, Marie, thanked him."
+    assert example.predicted.text == example.reference.text
+    assert [[s.text for s in example.reference.spans[k]] for k in sorted(doc.spans)] == [["James Curie", "his", "him"], ["his daughter", "Her"]]
+
+
+def test_the_augmenter_takes_nouns_and_names_from_the_config():
+    augmenter = registry.augmenters.get("spacy_memcoref.gender_swap.v1")(level=1.0, nouns=True, names=True)
+    nlp = spacy.blank("en")
+    doc = nlp("John met his mother.")
+    (swapped,) = augmenter(nlp, Example(nlp.make_doc(doc.text), doc))
+    assert swapped.reference.text == "Patricia met her father."
+    with pytest.raises(ValueError, match="nouns must be true or false"):
+        registry.augmenters.get("spacy_memcoref.gender_swap.v1")(level=0.5, nouns="yes")

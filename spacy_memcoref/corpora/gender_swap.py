@@ -5,9 +5,13 @@ pronouns (he <-> she, his <-> her, him <-> her, himself <-> herself,
 hers <-> his), so that the model sees every context with both genders.
 
 A swap replaces one token by one token, so every span (the GAP A, B and
-PRONOUN spans, coreference clusters) keeps its token offsets. Names are left
-as they are: in GAP both candidates share the pronoun's gender, so a name's
-gender is no cue for the answer anyway.
+PRONOUN spans, coreference clusters) keeps its token offsets. By default
+names are left as they are: in GAP both candidates share the pronoun's
+gender, so a name's gender is no cue for the answer anyway. For whole
+documents (s2e on OntoGUM), `nouns` also swaps gendered common words
+(father <-> mother, Mr. <-> Ms., ...) and `names` common first names
+(John <-> Patricia, ...; corpora/gendered_words.py), so a swapped text
+stays consistent: "Mary ... he" would teach that a name's gender is no cue.
 
 "her" is ambiguous when going to the masculine side (possessive "his" or
 object "him"). Without a tagger it is decided by the next token: "his" when
@@ -20,6 +24,9 @@ little ungrammatical; they do not touch the labels.
     [corpora.train.augmenter]
     @augmenters = "spacy_memcoref.gender_swap.v1"
     level = 0.5
+    # whole documents: gendered words and first names too
+    nouns = true
+    names = true
 """
 import copy
 import random
@@ -29,6 +36,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
+
+from .gendered_words import is_name_before_surname, swap_name, swap_noun
 
 # one token -> one token; "her" and "his" are decided by the next token
 _FIXED = {
@@ -77,15 +86,21 @@ def _swap_word(word: str, next_word: Optional[str]) -> Optional[str]:
     return swapped
 
 
-def swap_gender_words(words: List[str]) -> List[str]:
+def swap_gender_words(words: List[str], *, nouns: bool = False, names: bool = False) -> List[str]:
     """The words with every third-person pronoun swapped.
 
     words (List[str]): the tokens' texts.
+    nouns (bool): swap gendered common words too (father <-> mother).
+    names (bool): swap common first names too (John <-> Patricia).
     RETURNS (List[str]): as many words, pronouns swapped.
     """
     out = []
     for i, word in enumerate(words):
         swapped = _swap_word(word, words[i + 1] if i + 1 < len(words) else None)
+        if swapped is None and nouns:
+            swapped = swap_noun(word)
+        if swapped in (None, word) and names and not (i and is_name_before_surname(words[i - 1])):
+            swapped = swap_name(word)
         out.append(word if swapped is None else swapped)
     return out
 
@@ -113,17 +128,18 @@ def gender_swapped_doc(doc: Doc, words: Optional[List[str]] = None) -> Doc:
     return new
 
 
-def gender_swapped_example(example: Example) -> Example:
+def gender_swapped_example(example: Example, *, nouns: bool = False, names: bool = False) -> Example:
     """An Example with both Docs swapped. The reference decides each swap
     (her -> his or him, by ITS next token) and the predicted Doc takes the
     same word at the same character offset, so the two texts still align
     even where the two tokenizations differ.
 
     example (Example): the training example.
+    nouns, names (bool): as swap_gender_words.
     RETURNS (Example): the swapped example.
     """
     reference = example.reference
-    ref_words = swap_gender_words([token.text for token in reference])
+    ref_words = swap_gender_words([token.text for token in reference], nouns=nouns, names=names)
     by_offset = {token.idx: (token.text, new) for token, new in zip(reference, ref_words) if new != token.text}
     pred_words = []
     for token in example.predicted:
@@ -133,20 +149,29 @@ def gender_swapped_example(example: Example) -> Example:
 
 
 @registry.augmenters("spacy_memcoref.gender_swap.v1")
-def create_gender_swap_augmenter(level: float = 0.5) -> Callable[[Language, Example], Iterator[Example]]:
+def create_gender_swap_augmenter(
+    level: float = 0.5, nouns: bool = False, names: bool = False
+) -> Callable[[Language, Example], Iterator[Example]]:
     """Replace a share of the training examples by their gender-swapped copy.
 
     level (float): in [0, 1], the probability that an example is swapped
         (0.5: each epoch sees about half of them each way).
+    nouns (bool): swap gendered common words too (father <-> mother, Mr. <-> Ms.).
+    names (bool): swap common first names too (John <-> Patricia).
     RETURNS (Callable): the augmenter spaCy's Corpus calls.
     """
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 <= level <= 1.0:
         raise ValueError(f"spacy_memcoref.gender_swap.v1: level must be a number in [0, 1], got {level!r}")
+    for setting, value in (("nouns", nouns), ("names", names)):
+        if not isinstance(value, bool):
+            raise ValueError(f"spacy_memcoref.gender_swap.v1: {setting} must be true or false, got {value!r}")
 
     def augment(nlp: Language, example: Example) -> Iterator[Example]:
-        if random.random() >= level:
+        # level 0 draws no random number: a preset with the augmenter at 0
+        # trains exactly as one without it
+        if level == 0 or random.random() >= level:
             yield example
         else:
-            yield gender_swapped_example(example)
+            yield gender_swapped_example(example, nouns=nouns, names=names)
 
     return augment
