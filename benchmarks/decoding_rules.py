@@ -15,7 +15,7 @@ from spacy.training import Example
 
 from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
-from spacy_memcoref.decoders.constraints import ALL_RULES, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
+from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
 from spacy_memcoref.pipeline.coref_component import CorefComponent
 from spacy_memcoref.scoring.pronouns import score_pronouns
@@ -28,6 +28,8 @@ CONDITIONS = {
     f"{SPEAKERS} alone": frozenset({SPEAKERS}),
     f"{SYMBOL_TWINS} alone": frozenset({SYMBOL_TWINS}),
     f"{SENTENCE_PEOPLE} alone": frozenset({SENTENCE_PEOPLE}),
+    f"{CLAUSE} alone": frozenset({CLAUSE}),
+    f"all but {CLAUSE}": ALL_RULES - {CLAUSE},
     f"all but {SENTENCE_PEOPLE}": ALL_RULES - {SENTENCE_PEOPLE},
     "all rules (shipped)": ALL_RULES,
 }
@@ -59,7 +61,7 @@ def main() -> None:
         predict_s = time.perf_counter() - started
         rows = []
         for label, rules in CONDITIONS.items():
-            broken = {"non_word": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
+            broken = {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
             started = time.perf_counter()
             for eg, prediction in zip(examples, predictions):
                 doc = eg.predicted
@@ -71,9 +73,9 @@ def main() -> None:
             scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
             pronouns = score_pronouns(examples, pipe.prefix)
             rows.append([label, f"{100 * scores['coref_conll_f']:.2f}", f"{100 * pronouns.accuracy:.1f}", f"{100 * scores['coref_mentions_p']:.1f}",
-                         broken["non_word"], broken["pronoun_conflict"], broken["symbol_twins"], broken["sentence_people"], f"{decode_s:.2f}"])
+                         broken["non_word"], broken["clause"], broken["pronoun_conflict"], broken["symbol_twins"], broken["sentence_people"], f"{decode_s:.2f}"])
         print(f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s")
-        print(table(["decoding", "CoNLL F1", "pronoun accuracy", "mention P", "non-word mentions", "clusters w/ pronoun conflict",
+        print(table(["decoding", "CoNLL F1", "pronoun accuracy", "mention P", "non-word mentions", "clause mentions", "clusters w/ pronoun conflict",
                      "clusters w/ symbol twins", "clusters w/ two people of a sentence", "decode s"], rows))
 
 

@@ -3,7 +3,10 @@ in configs/pretrained/NAME.json: train (`spacy train` by scripts/train.py,
 with the recipe's config, overrides and seed), tune the decision (s2e: link
 threshold on dev, for model-best and model-last, the better kept; PeTra:
 calibration and threshold on validation), then store what training
-changed (`python -m spacy_memcoref pretrained-build`), scored as stored.
+changed (`python -m spacy_memcoref pretrained-build`, in the recipe's
+"storage" form), scored as stored. A recipe on a Hugging Face encoder (its
+"encoder": name and SHA-256) trains on the local copy that load() would use
+($SPACY_MEMCOREF_ENCODER, the Hugging Face cache, or a download).
 
     python scripts/pretrained.py s2e-ontogum [--gpu-id 0] [--dry-run]
 
@@ -13,18 +16,24 @@ spacy_memcoref/pretrained_models/NAME/.
 """
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 REPO = Path(__file__).resolve().parent.parent
 TUNE = {"tune-link-threshold": "coref_", "tune-gap-threshold": "gap_"}
 
 
-def commands(name: str, gpu_id: int) -> List[List[str]]:
-    """The commands that rebuild the shipped model `name`, in order."""
+def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[List[str]]:
+    """The commands that rebuild the shipped model `name`, in order.
+
+    encoder_dir (Optional[str]): for a recipe on a Hugging Face encoder
+        (its "encoder" block), the local folder of that encoder (main()
+        finds it: $SPACY_MEMCOREF_ENCODER, the Hugging Face cache, a download).
+    """
     recipe_file = Path("configs", "pretrained", f"{name}.json")
     if not (REPO / recipe_file).is_file():
         known = ", ".join(sorted(p.stem for p in (REPO / recipe_file.parent).glob("*.json")))
@@ -32,10 +41,17 @@ def commands(name: str, gpu_id: int) -> List[List[str]]:
     recipe = json.loads((REPO / recipe_file).read_text(encoding="utf8"))["recipe"]
     run = Path("training", "pretrained", name)
     overrides = [item for key, value in recipe["overrides"].items() for item in (f"--{key}", json.dumps(value))]
+    encoder = recipe.get("encoder")
+    if encoder is not None:
+        overrides += ["--paths.encoder", encoder_dir or encoder["name"]]
     tune = "tune-link-threshold" if "s2e" in recipe["config"] else "tune-gap-threshold"
     # s2e: as the project's tune-s2e step, the last checkpoint is tuned beside
     # the best one (the best at the decision 0 is not always the best tuned)
     also = ["--also", str(run / "model-last")] if tune == "tune-link-threshold" else []
+    storage = recipe.get("storage", {})
+    store = [f"--{key}={value}" for key, value in sorted(storage.items())]
+    if encoder is not None:
+        store.append(f"--encoder={encoder['name']}")
     python = sys.executable
     return [
         [  # through scripts/train.py, for the environment it gives `spacy train`
@@ -48,9 +64,22 @@ def commands(name: str, gpu_id: int) -> List[List[str]]:
         [
             python, "-m", "spacy_memcoref", "pretrained-build", str(run / "model-tuned"),
             str(Path("spacy_memcoref", "pretrained_models", name)), "--name", name,
-            "--meta", str(recipe_file), "--dev", recipe["dev"],
+            "--meta", str(recipe_file), "--dev", recipe["dev"], *store,
         ],
     ]
+
+
+def encoder_folder(name: str) -> Optional[str]:
+    """The local folder of the recipe's Hugging Face encoder, its checksum
+    checked (spacy_memcoref.encoder_source), or None for the embedded one."""
+    recipe = json.loads((REPO / "configs" / "pretrained" / f"{name}.json").read_text(encoding="utf8"))["recipe"]
+    encoder = recipe.get("encoder")
+    if encoder is None:
+        return None
+    sys.path.insert(0, str(REPO))
+    from spacy_memcoref import encoder_source
+
+    return str(encoder_source.locate(encoder["name"], encoder["sha256"], model=name))
 
 
 def main(argv=None) -> int:
@@ -59,10 +88,16 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
     args = parser.parse_args(argv)
-    for command in commands(args.name, args.gpu_id):
+    env = dict(os.environ)
+    folder = None if args.dry_run else encoder_folder(args.name)
+    if folder is not None:  # pretrained-build's --dev score loads the stored form: the same folder
+        from spacy_memcoref.encoder_source import ENV_VAR
+
+        env[ENV_VAR] = folder
+    for command in commands(args.name, args.gpu_id, folder):
         print(shlex.join(command), flush=True)
         if not args.dry_run:
-            code = subprocess.call(command, cwd=REPO)
+            code = subprocess.call(command, cwd=REPO, env=env)
             if code:
                 return code
     return 0

@@ -63,7 +63,7 @@ def locate(
                 f"a Hugging Face model folder with {', '.join(FILES)})"
             )
         return _checked(folder, hub_name, sha256, model)
-    folder = _from_cache(hub_name)
+    folder = cached(hub_name)
     reason = "not in the Hugging Face cache"
     if folder is None and download and not _offline():
         folder, reason = _download(hub_name, model)
@@ -93,7 +93,7 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _from_cache(hub_name: str) -> Optional[Path]:
+def cached(hub_name: str) -> Optional[Path]:
     """The encoder's snapshot in the Hugging Face cache, if it is complete."""
     try:
         from huggingface_hub import snapshot_download

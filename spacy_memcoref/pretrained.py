@@ -289,6 +289,19 @@ def load(name_or_path: Union[str, Path] = DEFAULT_MODEL, *, encoder: Optional[Un
     return nlp
 
 
+def _encoder_folder(used: Any, hub_name: str) -> Optional[Path]:
+    """The local folder of a trained pipeline's encoder: its config's name
+    when that is a folder, or `hub_name`'s copy in the Hugging Face cache
+    when the config names the encoder by that name."""
+    from . import encoder_source
+
+    if used in (None, "null"):
+        return None
+    if Path(str(used)).is_dir():
+        return Path(str(used))
+    return encoder_source.cached(hub_name) if str(used) == hub_name else None
+
+
 def _dense_key(name: str) -> str:
     """The dense tensor's key of a stored tensor's (weight_forms' suffix off)."""
     for suffix in weight_forms.SUFFIXES:
@@ -367,12 +380,14 @@ def build(
                 "encoder named by --encoder"
             )
         if encoder is not None:
-            if used in (None, "null") or not Path(str(used)).is_dir():
+            folder = _encoder_folder(used, encoder)
+            if folder is None:
                 raise ValueError(
                     f"{pipeline_dir}: the component {pipe_name!r} uses the encoder {used!r}: --encoder {encoder} "
-                    "needs the pipeline's encoder as a local folder, to record its weights' SHA-256"
+                    "needs the pipeline's encoder as a local folder, or its name with a copy in the Hugging Face "
+                    "cache, to record its weights' SHA-256"
                 )
-            encoder_dirs.add(str(used))
+            encoder_dirs.add(str(folder))
     if len(encoder_dirs) > 1:
         raise ValueError(f"{pipeline_dir}: its components use different encoders ({sorted(encoder_dirs)})")
     for key in ("train", "dev"):
