@@ -36,9 +36,10 @@ def kind_of(doc_id: str) -> str:
 
 
 def load(name: str):
-    import spacy_memcoref
+    """A pipeline folder, a shipped model's name or its stored folder (loading's one rule)."""
+    from spacy_memcoref.loading import load_pipeline
 
-    return spacy.load(name) if Path(name).exists() else spacy_memcoref.load(name)
+    return load_pipeline(name)
 
 
 def evaluate(nlp, refs):

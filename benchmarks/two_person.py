@@ -128,9 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     quiet()
     print(machine_line(set_threads(None)))
-    import spacy
-
-    import spacy_memcoref
+    from spacy_memcoref.loading import load_pipeline
 
     sentences = list(items(args.per_template))
     rows = []
@@ -140,7 +138,7 @@ def main() -> None:
     if args.rules:
         conditions = {" (no rule)": frozenset(), f" (all but {SENTENCE_PEOPLE})": ALL_RULES - {SENTENCE_PEOPLE}, " (all rules)": None}
     for name, (label, rules) in itertools.product(args.models, conditions.items()):
-        nlp = spacy.load(name) if "/" in name else spacy_memcoref.load(name)
+        nlp = load_pipeline(name)  # a folder, a shipped model's name or its stored folder
         results = evaluate(nlp, sentences, rules)
         row = [name + label]
         for half in ("syntax", "meaning"):
