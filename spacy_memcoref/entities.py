@@ -3,6 +3,19 @@ mentions (token and character offsets, text) and, when asked for, a vector:
 the mean of the encoder's token vectors over the mentions' heads, for a
 downstream model that keeps an entity memory.
 
+The one builder of a cluster's record: `annotate`'s JSONL records are these
+records too (EntityRecord.to_cluster_record). The rules:
+
+- mentions: the cluster's non-empty spans in text order, by first token,
+  a longer mention before a shorter one that starts where it does (the
+  order `resolve` reads them in); zero-width spans are no mentions, and a
+  cluster of none is no record;
+- name: the representative's name as `resolve` writes it (resolution's
+  rules 1 and 2: the first proper-noun mention, else the first non-pronoun
+  one, without a final possessive marker or an aside); None (JSON null)
+  when no mention can represent the cluster (pronouns only, or a lone word
+  that names nothing): the clusters `resolve` leaves alone.
+
 Heads: span.root when the Doc has a dependency parse, else the mention's
 last token (the head of most English noun phrases without a modifier after
 the noun). The vectors cost nothing unless asked for: the encoder runs again
@@ -36,10 +49,12 @@ class EntityRecord:
     """One cluster.
 
     cluster (int): N of its span group doc.spans[f"{prefix}_{N}"].
-    name (Optional[str]): its representative's text without a possessive
-        marker (resolution's rules: first proper-noun mention, else first
-        non-pronoun); None for pronouns only.
-    mentions (List[Mention]): in text order.
+    name (Optional[str]): its representative's name (resolution's rules:
+        first proper-noun mention, else first non-pronoun, without a final
+        possessive marker); None when no mention can represent it (pronouns
+        only).
+    mentions (List[Mention]): in text order (by first token, the longer of
+        two that start together first).
     vector (Optional[numpy.ndarray]): with vectors_from: the mean encoder
         vector over the mentions' heads, [width] float32.
     """
@@ -58,6 +73,15 @@ class EntityRecord:
             "vector": None if self.vector is None else [float(x) for x in self.vector],
         }
 
+    def to_cluster_record(self) -> Dict[str, Any]:
+        """The cluster as `annotate` writes it in a JSONL record: {"name",
+        "mentions": [{"start", "end", "text"}]}, start/end character offsets
+        into doc.text (end exclusive); no cluster number, no vector."""
+        return {
+            "name": self.name,
+            "mentions": [{"start": m.start_char, "end": m.end_char, "text": m.text} for m in self.mentions],
+        }
+
 
 def mention_head(span: "Span", parsed: Optional[bool] = None) -> int:
     """RETURNS (int): the Doc index of a mention's head token.
@@ -72,7 +96,8 @@ def mention_head(span: "Span", parsed: Optional[bool] = None) -> int:
 
 def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: str = CLUSTER_PREFIX) -> List[EntityRecord]:
     """One record a cluster of the Doc (doc.spans[f"{prefix}_{N}"], empty
-    groups skipped).
+    groups skipped), mentions and name by the rules at the top of this
+    module.
 
     doc (Doc): a Doc with clusters (from either model, a DocBin or by hand).
     vectors_from (Optional[Language]): a pipeline with a memcoref component:

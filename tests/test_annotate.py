@@ -21,7 +21,7 @@ import spacy
 from spacy.tokens import Doc, DocBin
 from typer.testing import CliRunner
 
-from spacy_memcoref.annotate import annotate_corpus, doc_record, representative_name
+from spacy_memcoref.annotate import annotate_corpus, doc_record
 from spacy_memcoref.annotate.output import OutputMismatch
 from spacy_memcoref.annotate.results import ShardResult
 from spacy_memcoref.annotate import _faults
@@ -103,13 +103,27 @@ def manifest(out: Path):
 # ----- records ------------------------------------------------------------------
 
 
-def test_representative_name_is_first_proper_noun_else_longest():
+def cluster_names(doc, *clusters):
+    """The names annotate's record gives the clusters, set by hand."""
+    for key in [k for k in doc.spans if k.startswith("coref_clusters")]:
+        del doc.spans[key]
+    for number, spans in enumerate(clusters, start=1):
+        doc.spans[f"coref_clusters_{number}"] = list(spans)
+    return [c["name"] for c in doc_record("d", doc)["clusters"]]
+
+
+def test_a_record_names_a_cluster_by_its_representative_else_null():
+    """A record's clusters are entities(doc)'s records: the name is the
+    first proper-noun mention, else the first non-pronoun one, else (pronouns
+    only) null; mentions in text order, by first token, the longer of two
+    that start together first."""
     nlp = spacy.blank("en")
     doc = nlp("She said the tall woman, Alice Smith, was late. Alice laughed.")
     she, woman, alice_smith, alice = doc[0:1], doc[2:5], doc[6:8], doc[12:13]
-    assert representative_name([she, woman, alice_smith, alice]) == "Alice Smith"
-    assert representative_name([alice, she]) == "Alice"
-    assert representative_name([she, woman]) == "the tall woman"
+    assert cluster_names(doc, [she, woman, alice_smith, alice]) == ["Alice Smith"]
+    assert cluster_names(doc, [alice, she]) == ["Alice"]
+    assert cluster_names(doc, [she, woman]) == ["the tall woman"]
+    assert cluster_names(doc, [she]) == [None]  # pronouns only: no name (resolve leaves it alone)
     doc.spans["coref_clusters_1"] = [alice_smith, she, alice]
     doc.spans["coref_clusters_2"] = []  # an empty group is no cluster
     record = doc_record("d1", doc)
@@ -127,9 +141,13 @@ def test_representative_name_is_first_proper_noun_else_longest():
             }
         ],
     }
+    # two mentions that start together: the longer first, and it names the cluster
+    doc.spans["coref_clusters_1"] = [doc[6:7], alice_smith]
+    (cluster,) = doc_record("d1", doc)["clusters"]
+    assert [m["text"] for m in cluster["mentions"]] == ["Alice Smith", "Alice"] and cluster["name"] == "Alice Smith"
     # with part-of-speech tags, PROPN decides
     tagged = Doc(nlp.vocab, words=["The", "Boss", "left", ".", "Ann", "smiled"], pos=["DET", "NOUN", "VERB", "PUNCT", "PROPN", "VERB"])
-    assert representative_name([tagged[0:2], tagged[4:5]]) == "Ann"
+    assert cluster_names(tagged, [tagged[0:2], tagged[4:5]]) == ["Ann"]
 
 
 def test_fault_hooks_are_private_and_shard_results_pickle():
@@ -161,7 +179,7 @@ def test_local_jsonl_shards_manifest_and_records(reference, corpus):
     n_mentions = 0
     for record, text in zip(records, texts):
         for cluster in record["clusters"]:
-            assert cluster["name"] in [m["text"] for m in cluster["mentions"]]
+            assert cluster["name"] is None or cluster["name"] in [m["text"] for m in cluster["mentions"]]
             for mention in cluster["mentions"]:
                 assert text[mention["start"] : mention["end"]] == mention["text"]
                 n_mentions += 1
@@ -309,6 +327,37 @@ def test_prefix_the_pipeline_does_not_write_is_refused(model_dir, tmp_path):
         choose_prefix("c", ["a", "b"], "model")
     assert choose_prefix(None, ["b", "a"], "model") == "b" and choose_prefix("b", ["a", "b"], "model") == "b"
     assert choose_prefix("mine", [], "model") == "mine" and choose_prefix(None, None, "model") == "coref_clusters"
+
+
+def test_annotate_writes_the_entity_records_of_a_shipped_model(tmp_path, monkeypatch):
+    """On real text, the JSONL record annotate writes holds entities(doc)'s
+    records (the same names, mentions and order), for the Docs it writes to
+    the DocBin and for a Doc of spacy_memcoref.load's pipeline alike;
+    pronoun-only clusters included (named null by both)."""
+    import spacy_memcoref
+    from spacy_memcoref import entities
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    texts = [
+        "Alice met Bob at the station. She thanked him. I think they were happy, and I told them so.",
+        "Mary's dog barked at the mailman. She laughed, and the mailman smiled at her dog.",
+    ]
+    corpus = write_jsonl(tmp_path / "paragraphs.jsonl", texts)
+    annotate_corpus("s2e-ontogum", corpus, tmp_path / "out", formats="jsonl,spacy", n_process=1, progress=False)
+    records = read_records(tmp_path / "out")
+    written = [d for p in sorted((tmp_path / "out").glob("shard-*.spacy")) for d in DocBin().from_disk(p).get_docs(spacy.blank("en").vocab)]
+    nlp = spacy_memcoref.load("s2e-ontogum")
+    assert len(records) == len(written) == len(texts)
+    for record, doc_written, text in zip(records, written, texts):
+        for doc in (doc_written, nlp(text)):
+            assert record["clusters"] == [entity.to_cluster_record() for entity in entities(doc)]
+            assert [c["name"] for c in record["clusters"]] == [e.name for e in entities(doc)]
+            assert [[(m["start"], m["end"], m["text"]) for m in c["mentions"]] for c in record["clusters"]] == [
+                [(m.start_char, m.end_char, m.text) for m in e.mentions] for e in entities(doc)
+            ]
+    clusters = [c for record in records for c in record["clusters"]]
+    assert any(c["name"] is None for c in clusters), clusters  # "I", "I": pronouns only
+    assert any(c["name"] == "Alice" for c in clusters), clusters
 
 
 def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch):

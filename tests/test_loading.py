@@ -19,7 +19,7 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 from spacy_memcoref import loading, pretrained
-from spacy_memcoref.annotate import doc_record, local, representative_name
+from spacy_memcoref.annotate import doc_record, local
 from spacy_memcoref.annotate.output import model_identity
 from spacy_memcoref.annotate.runner import check_model
 from spacy_memcoref.cli import app
@@ -257,7 +257,6 @@ def test_annotate_names_a_cluster_without_the_possessive_marker():
     doc = nlp("Mary's dog barked. She laughed at her dog.")
     marys, she, her = doc[0:2], doc[5:6], doc[8:9]
     assert marys.text == "Mary's"
-    assert representative_name([marys, she]) == "Mary"
     doc.spans["coref_clusters_1"] = [marys, she]
     doc.spans["coref_clusters_2"] = [doc[0:3], doc[8:10]]  # "Mary's dog", "her dog"
     record = doc_record("d", doc)
@@ -267,9 +266,10 @@ def test_annotate_names_a_cluster_without_the_possessive_marker():
     assert [c["name"] for c in record["clusters"]] == [e.name for e in entities(doc)]
     # a marker glued to the word (a Doc made from words), and a plural's
     words = Doc(nlp.vocab, words=["Mary's", "dog", "barked", ".", "The", "kids'", "mother", "came", "."])
-    assert representative_name([words[0:1]]) == "Mary"
-    assert representative_name([words[4:6]]) == "The kids"
-    # pronouns only: the longest mention, the first of the longest on a tie
-    assert representative_name([she, her]) == "She"
-    assert representative_name([her]) == "her"
-    assert representative_name([]) == ""
+    words.spans["coref_clusters_1"] = [words[0:1]]
+    words.spans["coref_clusters_2"] = [words[4:6]]
+    assert [c["name"] for c in doc_record("w", words)["clusters"]] == ["Mary", "The kids"]
+    # pronouns only: no name (null), as entities gives it
+    doc.spans["coref_clusters_1"] = [she, her]
+    del doc.spans["coref_clusters_2"]
+    assert [c["name"] for c in doc_record("d", doc)["clusters"]] == [None] == [e.name for e in entities(doc)]

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import AnnotateError, Terminated
 from .runner import AnnotateSummary, annotate_corpus, format_summary
-from .worker import doc_record, representative_name
+from .worker import doc_record
 
-__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "representative_name", "MemcorefPredictor", "annotate_dataset"]
+__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "MemcorefPredictor", "annotate_dataset"]
 
 
 def __getattr__(name: str) -> Any:

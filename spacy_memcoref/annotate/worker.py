@@ -9,10 +9,13 @@ A document's record:
                                        {"start": 15, "end": 18, "text": "She"}]}]}
 
 id is a string (a JSON id 7 is written "7"); start/end are character
-offsets into the text (Python string indices, end exclusive); name is the
-cluster's representative (resolution's rule: its first proper-noun mention,
-else its first non-pronoun mention; without a possessive marker, as
-resolution.representative_name gives it), else its longest mention. With
+offsets into the text (Python string indices, end exclusive). The clusters
+are spacy_memcoref.entities' records (EntityRecord.to_cluster_record), one
+rule for both: mentions in text order (by first token, a longer mention
+before a shorter one that starts where it does), and name the cluster's
+representative (resolution's rule: its first proper-noun mention, else its
+first non-pronoun mention; without a possessive marker, as
+resolution.representative_name gives it), else null (pronouns only). With
 `resolved`, the record also has "resolved" (the text with pronouns
 replaced, spacy_memcoref.resolve) and "edits" (one {"source": [start, end],
 "target": [start, end], "text": ...} a replacement); a DocBin Doc then
@@ -26,38 +29,12 @@ import resource
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters, cluster_span_groups
-from ..resolution import edits_as_records, is_tagged, representative_of, resolve
-from ..resolution import representative_name as name_of_representative  # worker.representative_name is the cluster's
+from ..doc_helpers.clusters import CLUSTER_PREFIX, clear_clusters
+from ..entities import entities
+from ..resolution import edits_as_records, resolve
 from ._faults import DIE_ONCE, STALL
 from .inputs import Item, ShardPlan, read_shard
 from .results import ShardResult
-
-
-def representative_name(spans, tagged: Optional[bool] = None) -> str:
-    """A cluster's name: its representative (resolution.representative_of),
-    named as resolution.representative_name names it (without a final
-    possessive marker: "Mary's" -> "Mary"), else (pronouns only) its longest
-    mention, the first of the longest on a tie.
-
-    spans (Iterable[Span]): the cluster's mentions.
-    tagged (Optional[bool]): whether the Doc has part-of-speech tags (None:
-        look; pass it when naming many clusters of one Doc).
-    RETURNS (str): the name ("" for an empty cluster).
-    """
-    ordered = sorted(spans, key=lambda s: (s.start_char, -s.end_char))
-    if not ordered:
-        return ""
-    tagged = is_tagged(ordered[0].doc) if tagged is None else tagged
-    representative = representative_of(ordered, tagged)
-    name = name_of_representative(representative, tagged) if representative is not None else ""
-    if name:  # "Mary", not "Mary's"
-        return name
-    best = ordered[0]
-    for span in ordered:
-        if len(span.text) > len(best.text):
-            best = span
-    return best.text
 
 
 def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX, *, resolved: bool = False) -> Dict[str, Any]:
@@ -67,18 +44,10 @@ def doc_record(doc_id: Any, doc, prefix: str = CLUSTER_PREFIX, *, resolved: bool
     doc (Doc): the Doc with clusters in doc.spans[f"{prefix}_{i}"].
     prefix (str): the span-group prefix of the clusters.
     resolved (bool): add "resolved" (text) and "edits".
-    RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions).
+    RETURNS (Dict[str, Any]): id, n_tokens and clusters (name and mentions:
+        entities(doc, prefix=prefix), as EntityRecord.to_cluster_record).
     """
-    clusters = []
-    tagged = is_tagged(doc)
-    for group in cluster_span_groups(doc, prefix):
-        mentions = sorted(group, key=lambda s: (s.start_char, s.end_char))
-        clusters.append(
-            {
-                "name": representative_name(mentions, tagged),
-                "mentions": [{"start": s.start_char, "end": s.end_char, "text": s.text} for s in mentions],
-            }
-        )
+    clusters = [entity.to_cluster_record() for entity in entities(doc, prefix=prefix)]
     record = {"id": doc_id, "n_tokens": len(doc), "clusters": clusters}
     if resolved:
         result = resolve(doc, prefix=prefix)
