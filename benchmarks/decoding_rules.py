@@ -17,7 +17,7 @@ from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
 from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
-from spacy_memcoref.pipeline.coref_component import CorefComponent
+from spacy_memcoref.pipeline.coref_component import coref_components
 from spacy_memcoref.scoring.pronouns import score_pronouns
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     quiet()
     nlp = spacy.load(args.model) if "/" in args.model else __import__("spacy_memcoref").load(args.model)
-    pipe = next(p for _, p in nlp.pipeline if isinstance(p, CorefComponent))
+    _, pipe = coref_components(nlp)[0]
     for path in args.gold:
         refs = read_docbin(path, nlp.vocab)
         examples = []

@@ -18,7 +18,7 @@ from spacy.training import Example
 from _common import quiet
 from spacy_memcoref.corpora.docbin import read_docbin
 from spacy_memcoref.doc_helpers.clusters import clear_clusters
-from spacy_memcoref.pipeline.coref_component import CorefComponent
+from spacy_memcoref.pipeline.coref_component import coref_components
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
 
@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     quiet()
     nlp = spacy.load(args.model)
-    pipe = next(p for _, p in nlp.pipeline if isinstance(p, CorefComponent))
+    _, pipe = coref_components(nlp)[0]
     refs = read_docbin(args.dev, nlp.vocab)
     conditions = {
         "spaCy tokens, no speakers (spacy train)": [Example(nlp.make_doc(r.text), r) for r in refs],

@@ -107,9 +107,9 @@ def evaluate(nlp, sentences: List[Item], rules=None) -> Dict[Tuple[str, bool], L
     component's clusters decoded under `rules` (None: the component's own,
     all rules)."""
     from spacy_memcoref.doc_helpers.clusters import write_clusters
-    from spacy_memcoref.pipeline.coref_component import CorefComponent
+    from spacy_memcoref.pipeline.coref_component import coref_components
 
-    pipe = next(p for _, p in nlp.pipeline if isinstance(p, CorefComponent))
+    _, pipe = coref_components(nlp)[0]
     results: Dict[Tuple[str, bool], List[Tuple[bool, bool]]] = {}
     for item, doc in zip(sentences, nlp.pipe([s.text for s in sentences], batch_size=32)):
         if rules is not None:

@@ -312,16 +312,15 @@ def predict(
 
 def _petra_pipe(nlp, component: Optional[str]):
     """(name, component) of the PeTra coreference component of a pipeline."""
-    from .models.petra.petra_model import is_petra_model
-    from .pipeline.coref_component import CorefComponent
+    from .pipeline.coref_component import coref_components
 
     if component is not None:
         if component not in nlp.pipe_names:
             raise ValueError(f"no component {component!r} in the pipeline ({', '.join(nlp.pipe_names)})")
         return component, nlp.get_pipe(component)
-    for name, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent) and is_petra_model(pipe.model):
-            return name, pipe
+    found = coref_components(nlp, "petra")
+    if found:
+        return found[0]
     raise ValueError(f"the pipeline has no PeTra coreference component ({', '.join(nlp.pipe_names)})")
 
 
@@ -490,7 +489,7 @@ def tune_link_threshold_cmd(
     from spacy.training import Example
 
     from .corpora.docbin import read_docbin
-    from .pipeline.coref_component import CorefComponent
+    from .pipeline.coref_component import coref_components
     from .tuning.link_threshold import tune_link_threshold
     from .tuning.save import save_with_settings
 
@@ -503,7 +502,7 @@ def tune_link_threshold_cmd(
         out_path = _output_path(model, output, [input_path, *(_model_input(c) for c in also)])
         for candidate in [model, *also]:
             nlp = load_pipeline(candidate, gpu_id)
-            names = [name for name, pipe in nlp.pipeline if isinstance(pipe, CorefComponent)]
+            names = [name for name, _ in coref_components(nlp)]
             name = component or (names[0] if names else None)
             if name is None or name not in nlp.pipe_names:
                 raise ValueError(f"{candidate}: no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
@@ -716,7 +715,7 @@ def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
         lose more precision) or has no memcoref transformer to quantize.
     """
     from .models.encoder.int8 import quantize_encoders
-    from .pipeline.coref_component import CorefComponent
+    from .pipeline.coref_component import coref_components
 
     done = nlp.meta.get("memcoref_int8")
     if done:
@@ -726,12 +725,11 @@ def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
             "quantize its float32 source instead"
         )
     counts = {}
-    for name, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent):
-            try:
-                counts[name] = quantize_encoders(pipe.model)
-            except ValueError as err:
-                raise ValueError(f"{model}: component {name!r}: {err}: quantize its float32 source instead") from err
+    for name, pipe in coref_components(nlp):
+        try:
+            counts[name] = quantize_encoders(pipe.model)
+        except ValueError as err:
+            raise ValueError(f"{model}: component {name!r}: {err}: quantize its float32 source instead") from err
     if not any(counts.values()):
         raise ValueError(f"{model}: no memcoref component with a transformer encoder: nothing to quantize")
     return counts

@@ -120,18 +120,14 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
             )
         )
     if vectors_from is not None and records:
-        token_vectors = _coref_pipe(vectors_from).token_vectors([doc])[0]
+        from .pipeline.coref_component import coref_components
+
+        found = coref_components(vectors_from)
+        if not found:
+            raise ValueError(f"vectors_from: the pipeline has no memcoref component (pipes: {vectors_from.pipe_names})")
+        token_vectors = found[0][1].token_vectors([doc])[0]
         parsed = doc.has_annotation("DEP")
         for record, (_, spans) in zip(records, clusters):
             heads = sorted({mention_head(s, parsed) for s in spans})
             record.vector = token_vectors[heads].mean(axis=0).astype("float32")
     return records
-
-
-def _coref_pipe(nlp: "Language"):
-    from .pipeline.coref_component import CorefComponent
-
-    for _, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent):
-            return pipe
-    raise ValueError(f"vectors_from: the pipeline has no memcoref component (pipes: {nlp.pipe_names})")

@@ -167,10 +167,11 @@ def encoder_weights_file(encoder_dir: Union[str, Path]) -> Path:
 
 
 def coref_components(nlp: Language) -> List[Tuple[str, Any]]:
-    """(name, component) of each spacy_memcoref coreference component."""
-    from .pipeline.coref_component import CorefComponent
+    """(name, component) of each spacy_memcoref coreference component,
+    disabled ones too (pipeline.coref_component.coref_components)."""
+    from .pipeline.coref_component import coref_components as find
 
-    return [(name, pipe) for name, pipe in nlp.components if isinstance(pipe, CorefComponent)]
+    return find(nlp, include_disabled=True)
 
 
 def torch_modules(nlp: Language) -> Iterator[Tuple[str, str, Any]]:

@@ -124,6 +124,34 @@ def test_two_coref_components_with_one_prefix_are_refused(models):
     nlp.replace_pipe("memcoref", "memcoref", config={"model": TINY_S2E})
 
 
+def test_coref_components_finds_them_by_kind_in_pipeline_order():
+    from spacy_memcoref import pretrained
+    from spacy_memcoref.annotate.worker import coref_prefixes
+    from spacy_memcoref.pipeline.coref_component import coref_components, coref_kind
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("memcoref_petra", name="petra", config={"model": TINY_PETRA, "span_cluster_prefix": "petra_clusters"})
+    nlp.add_pipe("memcoref", config={"model": TINY_S2E})
+    # the `memcoref` factory with a PeTra model is a PeTra component: the model decides
+    nlp.add_pipe("memcoref", name="petra_too", config={"model": TINY_PETRA, "span_cluster_prefix": "more"})
+    names = lambda found: [name for name, _ in found]  # noqa: E731
+    assert names(coref_components(nlp)) == ["petra", "memcoref", "petra_too"]
+    assert names(coref_components(nlp, "petra")) == ["petra", "petra_too"]
+    assert names(coref_components(nlp, "s2e")) == ["memcoref"]
+    assert all(pipe is nlp.get_pipe(name) for name, pipe in coref_components(nlp))
+    assert coref_kind(nlp.get_pipe("sentencizer")) is None and coref_kind(nlp.get_pipe("memcoref")) == "s2e"
+    with pytest.raises(ValueError, match="kind 'S2E'"):
+        coref_components(nlp, "S2E")
+    # disabled ones: left out unless asked for (the shipped models' lookup asks)
+    nlp.disable_pipe("memcoref")
+    assert names(coref_components(nlp)) == ["petra", "petra_too"]
+    assert names(coref_components(nlp, include_disabled=True)) == ["petra", "memcoref", "petra_too"]
+    assert names(pretrained.coref_components(nlp)) == ["petra", "memcoref", "petra_too"]
+    assert coref_prefixes(nlp) == ["petra_clusters", "more"]
+    assert coref_components(spacy.blank("en")) == []
+
+
 # ----- pictures ----------------------------------------------------------------------------
 
 

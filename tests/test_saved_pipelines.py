@@ -28,9 +28,9 @@ def _check(nlp, inputs, expected):
     too, and either way the Doc breaks no rule."""
     from spacy_memcoref import resolve
     from spacy_memcoref.decoders.constraints import violations
-    from spacy_memcoref.pipeline.coref_component import CorefComponent
+    from spacy_memcoref.pipeline.coref_component import coref_components
 
-    pipe = next(p for _, p in nlp.pipeline if isinstance(p, CorefComponent))
+    _, pipe = coref_components(nlp)[0]
     docs = list(nlp.pipe(inputs))
     assert len(docs) == len(expected)
     for doc, want in zip(docs, expected):

@@ -24,7 +24,6 @@ from .worker import choose_prefix
 
 ENGINES = ("local", "ray")
 FORMATS = ("jsonl", "spacy")
-COREF_FACTORIES = ("memcoref", "memcoref_petra")
 
 
 class BadInput(ValueError):
@@ -144,6 +143,8 @@ def pipeline_prefixes(model_dir: Optional[Path]) -> Optional[List[str]]:
     if model_dir is None or not (model_dir / "config.cfg").exists():
         return None
     from thinc.api import Config
+
+    from ..pipeline.coref_component import COREF_FACTORIES
 
     try:
         config = Config().from_disk(model_dir / "config.cfg", interpolate=False)

@@ -175,11 +175,11 @@ def annotate_shard(
 def coref_prefixes(nlp) -> List[str]:
     """The span_cluster_prefix of each memcoref component of a loaded
     pipeline (enabled ones), in pipeline order: where it writes clusters."""
-    from ..pipeline.coref_component import CorefComponent
+    from ..pipeline.coref_component import coref_components
 
     prefixes: List[str] = []
-    for _, pipe in nlp.pipeline:
-        if isinstance(pipe, CorefComponent) and pipe.prefix not in prefixes:
+    for _, pipe in coref_components(nlp):
+        if pipe.prefix not in prefixes:
             prefixes.append(pipe.prefix)
     return prefixes
 

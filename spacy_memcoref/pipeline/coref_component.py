@@ -32,8 +32,16 @@ from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
 from ..models.encoder.encoder import build_embedded_transformer, encode_for_inference
-from ..models.petra.petra_model import build_petra
+from ..models.petra.petra_model import build_petra, is_petra_model
 from ..models.s2e.s2e_model import build_s2e
+
+# the factories' names: "memcoref" (s2e by default, PeTra when given a PeTra
+# model) and "memcoref_petra"; what a config's `factory` says of a component
+S2E_FACTORY = "memcoref"
+PETRA_FACTORY = "memcoref_petra"
+COREF_FACTORIES = (S2E_FACTORY, PETRA_FACTORY)
+# the kinds of coreference component, by model (coref_kind)
+COREF_KINDS = ("s2e", "petra")
 
 # fewer updates than this and predict() warns that the clusters mean nothing
 # (the demo trains 8 and 20; the presets 600 to 3,000)
@@ -90,7 +98,7 @@ DEFAULT_SCORE_WEIGHTS = {
 
 
 @Language.factory(
-    "memcoref",
+    S2E_FACTORY,
     assigns=["doc.spans"],
     default_config={
         "model": DEFAULT_S2E_MODEL,
@@ -137,7 +145,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
 
 
 @Language.factory(
-    "memcoref_petra",
+    PETRA_FACTORY,
     assigns=["doc.spans", "doc._.memory_log"],
     default_config={
         "model": DEFAULT_PETRA_MODEL,
@@ -186,13 +194,42 @@ def check_prefix_is_free(nlp: Language, name: str, prefix: str) -> None:
 
     RAISES ValueError: another CorefComponent of `nlp` has the prefix.
     """
-    for other_name, other in nlp.components:
-        if other_name != name and isinstance(other, CorefComponent) and other.prefix == prefix:
+    for other_name, other in coref_components(nlp, include_disabled=True):
+        if other_name != name and other.prefix == prefix:
             raise ValueError(
                 f"The coreference component '{name}' would write its clusters to doc.spans['{prefix}_*'], "
                 f"where '{other_name}' writes its own, and erase them: give one of them another "
                 f"span_cluster_prefix (e.g. config={{'span_cluster_prefix': '{name}_clusters'}})."
             )
+
+
+def coref_kind(pipe: Any) -> Optional[str]:
+    """RETURNS (Optional[str]): "petra" for a CorefComponent with a PeTra
+    model (from either factory: `memcoref` takes a PeTra model too), "s2e"
+    for another CorefComponent, None for any other component."""
+    if not isinstance(pipe, CorefComponent):
+        return None
+    return "petra" if is_petra_model(pipe.model) else "s2e"
+
+
+def coref_components(nlp: Language, kind: Optional[str] = None, *, include_disabled: bool = False) -> List[Tuple[str, "CorefComponent"]]:
+    """The spacy_memcoref coreference components of a pipeline: the one
+    lookup of them (the CLI, annotate, entities, the shipped models and the
+    benchmarks ask here).
+
+    nlp (Language): the pipeline.
+    kind (Optional[str]): None: every one; "s2e" or "petra": those of that
+        kind (coref_kind: by the model, whatever the factory).
+    include_disabled (bool): disabled components too (nlp.components; by
+        default nlp.pipeline, the ones that run).
+    RETURNS (List[Tuple[str, CorefComponent]]): (name, component), in
+        pipeline order.
+    RAISES ValueError: an unknown kind.
+    """
+    if kind is not None and kind not in COREF_KINDS:
+        raise ValueError(f"kind {kind!r}: expected None or one of {', '.join(repr(k) for k in COREF_KINDS)}")
+    pipes = nlp.components if include_disabled else nlp.pipeline
+    return [(name, pipe) for name, pipe in pipes if coref_kind(pipe) is not None and (kind is None or coref_kind(pipe) == kind)]
 
 
 class CorefComponent(TrainablePipe):
