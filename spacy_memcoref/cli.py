@@ -5,6 +5,7 @@ command pays for torch unless it needs it.
 """
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -14,11 +15,12 @@ import typer.core
 from .doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import AnnotateError, DataFormatError, shorten
 from .loading import load_pipeline
+from .pretrained import DEFAULT_MODEL
 
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
 COMMAND_ORDER = (
     "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
-    "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
+    "resolve", "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
 )
 
 
@@ -37,7 +39,7 @@ app = typer.Typer(
     name="memcoref",
     help=(
         "spacy_memcoref: coreference for spaCy. Data: convert, export, score. After `spacy train`: "
-        "tune-link-threshold (s2e), tune-gap-threshold (PeTra). A trained pipeline: predict, annotate, "
+        "tune-link-threshold (s2e), tune-gap-threshold (PeTra). A trained pipeline: resolve (one text), predict, annotate, "
         "quantize, visualize, count-people."
     ),
     no_args_is_help=True,
@@ -305,6 +307,79 @@ def predict(
     except (OSError, ValueError) as err:
         raise _fail(err)
     typer.echo(f"wrote {output_path}: {len(docs)} docs in {time.time() - start:.1f}s")
+
+
+# ----- resolve: one text -------------------------------------------------------------------
+
+
+def _read_text(text: Optional[str], file: Optional[Path]) -> str:
+    """The text to resolve: TEXT, else --file (UTF-8), else standard input
+    (TEXT "-" or none). RAISES ValueError: both given, an unreadable file,
+    input that is not UTF-8, or no text at all."""
+    if file is not None:
+        if text not in (None, "-"):
+            raise ValueError("give the text or --file, not both")
+        if not file.is_file():
+            raise ValueError(f"--file {file}: {'not a file' if file.exists() else 'no such file'}")
+        data, where = file.read_bytes(), f"--file {file}"
+    else:
+        if text not in (None, "-"):
+            return _require_text(text, "the text argument")
+        stdin = sys.stdin
+        if stdin is None:
+            raise ValueError("no text: give it as an argument, with --file, or on standard input")
+        if stdin.isatty():
+            typer.echo("reading the text from standard input (end it with Ctrl-D)", err=True)
+        buffer = getattr(stdin, "buffer", None)
+        if buffer is None:  # a text stream without bytes underneath
+            return _require_text(stdin.read(), "standard input")
+        data, where = buffer.read(), "standard input"
+    try:
+        decoded = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})") from None
+    return _require_text(decoded, where)
+
+
+def _require_text(text: str, where: str) -> str:
+    if not text.strip():
+        raise ValueError(f"no text to resolve: {where} is empty")
+    return text
+
+
+@app.command("resolve", short_help="Resolve one text: print its clusters and the text with pronouns replaced.")
+def resolve_cmd(
+    text: Optional[str] = typer.Argument(None, help='The text; "-" or none: read standard input.'),
+    file: Optional[Path] = typer.Option(None, "--file", help="Read the text from this UTF-8 file."),
+    model: str = typer.Option(DEFAULT_MODEL, "--model", help="A shipped model (memcoref info lists them), a package name or a pipeline folder."),
+    as_json: bool = typer.Option(False, "--json", help='Print one JSON object: {"clusters": [[{"start", "end", "text"}, ...], ...], "resolved": ...} (character offsets into the text, end exclusive).'),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
+) -> None:
+    """Run a pipeline on one text and print its coreference clusters, one line
+    a cluster ("1: Alice | She"), then a blank line, then the resolved text
+    (spacy_memcoref.resolve: pronouns replaced by their entity's name).
+
+    Example: memcoref resolve "Alice met Bob. She thanked him." --model s2e-ontogum"""
+    from .entities import entities
+    from .resolution import resolve
+
+    try:
+        source = _read_text(text, file)
+        nlp = load_pipeline(model, gpu_id)
+        doc = nlp(source)
+        clusters = [record.to_cluster_record()["mentions"] for record in entities(doc)]
+        resolved = resolve(doc).text
+    except (ValueError, OSError) as err:
+        raise _fail(err)
+    if as_json:
+        typer.echo(json.dumps({"clusters": clusters, "resolved": resolved}, ensure_ascii=False))
+        return
+    if not clusters:
+        typer.echo("no clusters found")
+    for i, mentions in enumerate(clusters, start=1):
+        typer.echo(f"{i}: " + " | ".join(" ".join(m["text"].split()) for m in mentions))
+    typer.echo("")
+    typer.echo(resolved.rstrip("\r\n"))  # a text ending in a line break (echo TEXT | ...) ends as it did
 
 
 # ----- PeTra commands: tune-gap-threshold, count-people, visualize -------------------

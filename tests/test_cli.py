@@ -9,6 +9,7 @@ stand in for real ones.
 import json
 import os
 import re
+from typing import List
 
 import pytest
 import torch
@@ -370,9 +371,140 @@ def test_top_level_help_lists_commands_in_workflow_order_as_plain_text():
     # the workflow, written out: data in, tune, predict at scale, inspect, ship
     assert listed == [
         "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
-        "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
+        "resolve", "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
     ]
     assert "..." not in result.output.split("Commands:")[1]  # every one-line help fits
     # no Rich markup: brackets in help texts print as written
     result = CliRunner().invoke(app, ["tune-gap-threshold", "--help"], env={"COLUMNS": "100"})
     assert "(scale, shift)" in result.output and "╭" not in result.output
+
+
+# ----- resolve: one text, and the console script -------------------------------------------
+
+ALICE = "Alice met Bob. She thanked him."
+ALICE_CLUSTERS = ["1: Alice | She", "2: Bob | him"]
+ALICE_RESOLVED = "Alice met Bob. Alice thanked Bob."  # as the README shows
+
+
+@pytest.fixture(scope="module")
+def s2e_shipped():
+    import spacy_memcoref
+
+    return spacy_memcoref.load("s2e-ontogum")
+
+
+@pytest.fixture
+def loads(monkeypatch, s2e_shipped):
+    """resolve's load_pipeline records the model asked for and returns the
+    shipped s2e loaded once (one load for the module, not one a test)."""
+    import spacy_memcoref.cli as cli
+
+    asked = []
+
+    def load(model, gpu_id=-1, **kwargs):
+        asked.append(model)
+        return s2e_shipped
+
+    monkeypatch.setattr(cli, "load_pipeline", load)
+    return asked
+
+
+def _resolve_output(result) -> List[str]:
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_resolve_prints_the_clusters_then_the_resolved_text():
+    """The real path: the shipped model loaded by name through load_pipeline."""
+    result = runner.invoke(app, ["resolve", ALICE, "--model", "s2e-ontogum"])
+    assert _resolve_output(result) == [*ALICE_CLUSTERS, "", ALICE_RESOLVED]
+
+
+@pytest.mark.parametrize("args", [[], ["-"]])
+def test_resolve_reads_standard_input(loads, args):
+    result = runner.invoke(app, ["resolve", *args, "--model", "s2e-ontogum"], input=ALICE + "\n")
+    assert _resolve_output(result) == [*ALICE_CLUSTERS, "", ALICE_RESOLVED]
+    assert loads == ["s2e-ontogum"]
+
+
+def test_resolve_reads_a_utf8_file(loads, tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text(ALICE, encoding="utf8")
+    result = runner.invoke(app, ["resolve", "--file", str(path), "--model", "s2e-ontogum"])
+    assert _resolve_output(result) == [*ALICE_CLUSTERS, "", ALICE_RESOLVED]
+
+
+def test_resolve_json_is_one_object_with_character_offsets(loads):
+    result = runner.invoke(app, ["resolve", ALICE, "--model", "s2e-ontogum", "--json"])
+    lines = _resolve_output(result)
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["resolved"] == ALICE_RESOLVED
+    assert [[m["text"] for m in cluster] for cluster in record["clusters"]] == [["Alice", "She"], ["Bob", "him"]]
+    for cluster in record["clusters"]:
+        for mention in cluster:
+            assert set(mention) == {"start", "end", "text"}
+            assert ALICE[mention["start"]:mention["end"]] == mention["text"]
+
+
+def test_resolve_model_defaults_to_the_default_shipped_model(loads):
+    from spacy_memcoref import pretrained
+
+    result = runner.invoke(app, ["resolve", ALICE])
+    assert result.exit_code == 0, result.output
+    assert loads == [pretrained.DEFAULT_MODEL]
+
+
+@pytest.mark.parametrize("args, text", [([], ""), ([], " \n\t"), (["-"], "\n"), (["  "], None)])
+def test_resolve_empty_input_is_one_line(loads, args, text):
+    result = runner.invoke(app, ["resolve", *args, "--model", "s2e-ontogum"], input=text)
+    assert_user_error(result, "no text to resolve", "empty")
+    assert loads == []  # refused before any model is loaded
+
+
+def test_resolve_file_errors_are_one_line_naming_the_file(loads, tmp_path):
+    missing = tmp_path / "missing.txt"
+    assert_user_error(runner.invoke(app, ["resolve", "--file", str(missing)]), str(missing), "no such file")
+    assert_user_error(runner.invoke(app, ["resolve", "--file", str(tmp_path)]), str(tmp_path), "not a file")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Zoë met Bob.".encode("latin-1"))
+    assert_user_error(runner.invoke(app, ["resolve", "--file", str(latin1)]), str(latin1), "not UTF-8", "0xeb")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf8")
+    assert_user_error(runner.invoke(app, ["resolve", "--file", str(empty)]), str(empty), "empty")
+    assert_user_error(runner.invoke(app, ["resolve", ALICE, "--file", str(empty)]), "not both")
+    assert loads == []
+
+
+def test_resolve_loading_errors_are_one_line(monkeypatch):
+    import spacy_memcoref.cli as cli
+    from spacy_memcoref.errors import EncoderNotFound
+
+    result = runner.invoke(app, ["resolve", ALICE, "--model", "no-such-model-anywhere"])
+    assert_user_error(result, "no-such-model-anywhere")
+
+    def not_found(model, gpu_id=-1, **kwargs):
+        raise EncoderNotFound("the base encoder of s2e-x is not installed: pip install it")
+
+    monkeypatch.setattr(cli, "load_pipeline", not_found)
+    assert_user_error(runner.invoke(app, ["resolve", ALICE]), "base encoder of s2e-x")
+
+
+def test_the_memcoref_console_script_points_at_a_function():
+    """`pip install .` installs a `memcoref` command: setup.cfg's console
+    script (the package's metadata lives in setup.cfg; pyproject.toml holds the
+    build system only), and its target exists."""
+    import configparser
+    import importlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg", encoding="utf8")
+    scripts = dict(
+        (name.strip(), target.strip())
+        for name, _, target in (line.partition("=") for line in config["options.entry_points"]["console_scripts"].strip().splitlines())
+    )
+    module, _, function = scripts["memcoref"].partition(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    assert "[project" not in (root / "pyproject.toml").read_text(encoding="utf8")  # one place for the metadata
