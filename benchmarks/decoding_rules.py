@@ -15,7 +15,7 @@ from spacy.training import Example
 
 from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
-from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
+from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, COORDINATION, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
 from spacy_memcoref.pipeline.coref_component import coref_components
 from spacy_memcoref.scoring.pronouns import score_pronouns
@@ -30,6 +30,8 @@ CONDITIONS = {
     f"{SENTENCE_PEOPLE} alone": frozenset({SENTENCE_PEOPLE}),
     f"{CLAUSE} alone": frozenset({CLAUSE}),
     f"all but {CLAUSE}": ALL_RULES - {CLAUSE},
+    f"{COORDINATION} alone": frozenset({COORDINATION}),
+    f"all but {COORDINATION}": ALL_RULES - {COORDINATION},
     f"all but {SENTENCE_PEOPLE}": ALL_RULES - {SENTENCE_PEOPLE},
     "all rules (shipped)": ALL_RULES,
 }

@@ -8,6 +8,7 @@ import spacy
 from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     CLAUSE,
+    COORDINATION,
     PRONOUNS,
     SENTENCE_PEOPLE,
     SPEAKERS,
@@ -136,6 +137,22 @@ def test_a_clause_candidate_gives_way_to_the_next_best_antecedent():
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CLAUSE}))
     assert ["she met Pierre Curie", "him"] in unruled
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Marie", "she", "She"], ["Pierre Curie", "him"]]
+
+
+def test_a_coordination_of_two_is_never_he_or_she():
+    doc = NLP("My sister and her husband moved . They love it , and he learned Portuguese .")
+    group, sister, husband, they, he = (0, 4), (0, 1), (3, 4), (7, 7), (12, 12)
+    spans = [sister, group, husband, they, he]
+    # "he" prefers the couple, then "her husband"
+    prediction = _prediction(doc, spans, {3: [(1, 3.0)], 4: [(1, 4.0), (2, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    assert ["My sister and her husband", "They", "he"] in _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COORDINATION}))
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["My sister and her husband", "They"], ["her husband", "he"]]
+    rules = DocRules(doc)
+    assert rules.is_coordination(group) and not rules.is_coordination(sister)
+    for text, words in (("a writer , director and producer", 6), ("a friend of Tom and Anna", 6), ("the third child and second son", 6)):
+        assert not DocRules(NLP(text)).is_coordination((0, words - 1)), text
+    assert DocRules(NLP("Tom and Anna")).is_coordination((0, 2))
 
 
 def test_one_cluster_never_holds_two_mentions_apart_by_a_symbol_only():

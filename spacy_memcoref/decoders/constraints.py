@@ -26,6 +26,12 @@ groups, resolved text, entity records, `annotate`):
   ("Pierre died in 1906, Marie"; participles that follow nouns, "called",
   "born", "based", are not in it). In OntoGUM's gold, 1 of 16,849 train
   mentions in clusters (none of 2,365 dev) is of this kind;
+- **two are not one**: a coordination of two noun phrases ("my sister and
+  her husband", "Tom and Anna": a phrase, *and*, then a word that opens a
+  noun phrase or a name; not after *of*, *between*, a comma or a relative
+  word) never shares a cluster with he / she / I and their forms. In
+  OntoGUM's gold no cluster of train or dev has both (4 have one with "it":
+  a ride's title, a wine blend; "it" is left alone);
 - **two people in one sentence**: two noun phrases (no pronoun) of one
   sentence, neither inside the other nor in apposition (apart by a comma,
   a bracket, a dash or a quote only), whose heads differ, never share a
@@ -68,7 +74,11 @@ CONFLICTS: Tuple[Tuple[str, str], ...] = (
     ("masculine", "feminine"),
     ("first-singular", "first-plural"),
     ("animate", "inanimate"),
+    ("one-person", "two-people"),
 )
+# he / she / I and their forms stand for one person: a coordination of two
+# mentions ("my sister and her husband") is two (the COORDINATION rule)
+ONE_PERSON = MASCULINE | FEMININE | FIRST_SINGULAR
 NO_FEATURES: FrozenSet[str] = frozenset()
 _ALL_PRONOUNS = frozenset(_FEATURES) | {"they", "them", "their", "theirs", "themselves", "themself", "this", "that", "these", "those", "who", "which"}
 
@@ -117,7 +127,13 @@ SPEAKERS = "speakers"  # two speakers' "I", a speaker's "I" and "you", never in 
 SYMBOL_TWINS = "symbol_twins"  # no two nested mentions apart by symbols only in one cluster
 SENTENCE_PEOPLE = "sentence_people"  # two different noun phrases of one sentence, not in apposition
 CLAUSE = "clause"  # a mention does not start with a subject and its verb
-ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SPEAKERS, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE})
+COORDINATION = "coordination"  # "X and Y" never with he / she / I
+ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SPEAKERS, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE, COORDINATION})
+
+# a word after "and" that opens a second noun phrase, and words before it
+# after which "and" joins something inside one ("a friend of Tom and Anna")
+COORDINATED_OPENERS = frozenset({"his", "her", "their", "my", "your", "our", "its", "the", "a", "an"})
+NOT_BEFORE_COORDINATION = frozenset({"of", "between", "among", "both", ",", "(", "that", "which", "who", "whom", "whose"})
 
 # subject pronouns, and what may follow one inside a mention ("they all",
 # "he himself", "we the people", "she and her mother", "I, Joshua Norton")
@@ -215,14 +231,31 @@ class DocRules:
             i += 1
         return 0 < i < len(words) and words[i] in FINITE_VERBS
 
+    def is_coordination(self, span: Span) -> bool:
+        """Whether a mention joins two noun phrases by "and" (the
+        COORDINATION rule): "my sister and her husband", "Tom and Anna"."""
+        start, end = span
+        words = [self.doc[i].text for i in range(start, end + 1)]
+        for i in range(1, len(words) - 1):
+            if words[i].lower() in ("and", "&"):
+                if any(w.lower() in NOT_BEFORE_COORDINATION for w in words[:i]):
+                    return False
+                following = words[i + 1]
+                return following.lower() in COORDINATED_OPENERS or (following[:1].isupper() and following.isalpha())
+        return False
+
     def features(self, span: Span) -> FrozenSet[str]:
-        """A one-word pronoun mention's features (PRONOUNS), and its speaker's
-        where a first- or second-person pronoun has one (SPEAKERS)."""
+        """A one-word pronoun mention's features (PRONOUNS), its speaker's
+        where a first- or second-person pronoun has one (SPEAKERS), one
+        person's for he / she / I, two people's for a coordination
+        (COORDINATION)."""
         start, end = span
         if start != end:
-            return NO_FEATURES
+            return frozenset({"two-people"}) if COORDINATION in self.enabled and self.is_coordination(span) else NO_FEATURES
         word = self.doc[start].text.strip().lower()
         found = set(pronoun_features(word)) if PRONOUNS in self.enabled else set()
+        if COORDINATION in self.enabled and word in ONE_PERSON:
+            found.add("one-person")
         speaker = self._speakers.get(start)
         if speaker:
             if word in FIRST_SINGULAR:
