@@ -15,6 +15,7 @@ from spacy.training import Example
 
 from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
+from spacy_memcoref.loading import load_pipeline
 from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, COORDINATION, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
 from spacy_memcoref.pipeline.coref_component import coref_components
@@ -49,7 +50,7 @@ def main() -> None:
     parser.add_argument("gold", nargs="+")
     args = parser.parse_args()
     quiet()
-    nlp = spacy.load(args.model) if "/" in args.model else __import__("spacy_memcoref").load(args.model)
+    nlp = load_pipeline(args.model)  # a folder, a shipped model by name or stored folder
     _, pipe = coref_components(nlp)[0]
     for path in args.gold:
         refs = read_docbin(path, nlp.vocab)
