@@ -3,6 +3,8 @@
 Only cheap imports here: spaCy imports every factory module when a pipeline is
 created, so torch and transformers are imported lazily by the model builders.
 """
+from typing import Optional
+
 from .about import __version__
 
 # Registers doc._.memory_log and token._.memory_usage (spaCy only, no torch),
@@ -16,19 +18,25 @@ from .resolution import Edit, Resolved, register_extension, resolve
 register_extension()
 
 
-def load(name: str = "s2e-ontogum"):
-    """A trained coreference pipeline that ships inside the package, offline:
-    "s2e-ontogum" (s2e trained on OntoGUM) or "petra-gap" (PeTra trained on
-    GAP); `python -m spacy_memcoref info` says what each was trained on.
+def load(name: Optional[str] = None, *, encoder: Optional[str] = None):
+    """A trained coreference pipeline that ships inside the package.
 
-    name (str): a shipped model's name, or the folder of one built by
-        `python -m spacy_memcoref pretrained-build`.
+    name (Optional[str]): a shipped model's name, or the folder of one built
+        by `python -m spacy_memcoref pretrained-build`. None: the default,
+        "s2e-ontogum-base" (s2e on all-mpnet-base-v2, trained on OntoGUM; the
+        encoder, 420 MB, is found in the Hugging Face cache or downloaded
+        there once, or taken from `encoder` or $SPACY_MEMCOREF_ENCODER).
+        "s2e-ontogum" (on the embedded MiniLM) and "petra-gap" (PeTra on
+        GAP) need nothing but the package. `python -m spacy_memcoref info`
+        says what each was trained on.
+    encoder (Optional[str]): a local folder of the default model's encoder.
     RETURNS (spacy.language.Language): the pipeline.
     """
     # imported here: it imports spaCy's pipeline machinery and, on load, torch
+    from .pretrained import DEFAULT_MODEL
     from .pretrained import load as load_pretrained
 
-    return load_pretrained(name)
+    return load_pretrained(DEFAULT_MODEL if name is None else name, encoder=encoder)
 
 
 __all__ = ["__version__", "load", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16"]

@@ -43,7 +43,7 @@ META_FILE = "meta.json"
 DTYPES = ("bfloat16", "float16", "float32")
 # load()'s model: the best recipe, on all-mpnet-base-v2 (found or fetched by
 # encoder_source); OFFLINE_MODEL needs nothing but the installed package
-DEFAULT_MODEL = "s2e-ontogum"
+DEFAULT_MODEL = "s2e-ontogum-base"
 OFFLINE_MODEL = "s2e-ontogum"
 
 
@@ -439,6 +439,7 @@ def build(
     output_dir.mkdir(parents=True, exist_ok=True)
     config.to_disk(output_dir / CONFIG_FILE)
     save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype, "form": form})
+    (output_dir / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600: a package's data is readable by all
     component_cfg = {
         pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}
         for pipe_name, pipe in coref_components(trained)

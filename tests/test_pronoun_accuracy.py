@@ -14,6 +14,9 @@ from spacy.training import Example
 from spacy_memcoref.scoring.pronouns import score_pronouns
 
 REPO = Path(__file__).resolve().parents[1]
+# the default model measured 64.8% (259 of 400) when it shipped; issue 60's
+# goal is 90%, which it does not reach
+DEFAULT_EVERYDAY_FLOOR = 0.63
 EVERYDAY = REPO / "tests" / "data" / "everyday"
 
 
@@ -52,27 +55,46 @@ def test_the_everyday_conll_file_is_built_from_its_source():
 
 
 @pytest.mark.slow
-def test_the_offline_model_on_the_everyday_set():
-    """The shipped s2e-ontogum on the 48 texts, as benchmarks/everyday.py
-    scores it: at least the pronoun accuracy measured when the set was made
-    (57.2%, benchmarks/RESULTS.md; a floor a little under it), no mention
-    without a letter and no cluster with pronouns that cannot corefer."""
+def _on_the_everyday_set(nlp):
+    """(pronoun score, rule breaks summed) of a pipeline on the 48 texts, as
+    benchmarks/everyday.py scores them."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         import everyday
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
-    import spacy_memcoref
     from spacy_memcoref.corpora.conll import read_conll_docs
     from spacy_memcoref.decoders.constraints import violations
     from spacy_memcoref.doc_helpers.clusters import numbered_clusters
 
-    nlp = spacy_memcoref.load("s2e-ontogum")
     refs = list(read_conll_docs(everyday.GOLD, nlp.vocab))
     assert len(refs) >= 40
     examples, _ = everyday.evaluate(nlp, refs)
-    score = score_pronouns(examples)
-    assert score.total >= 300 and score.accuracy >= 0.55, (score.correct, score.total)
+    broken = {}
     for eg in examples:
         clusters = [[(s.start, s.end - 1) for s in group] for _, group in numbered_clusters(eg.predicted)]
-        assert violations(eg.predicted, clusters) == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
+        for key, n in violations(eg.predicted, clusters).items():
+            broken[key] = broken.get(key, 0) + n
+    return score_pronouns(examples), broken
+
+
+def test_the_offline_model_on_the_everyday_set():
+    """The shipped s2e-ontogum on the 48 texts: at least the pronoun accuracy
+    measured when the set was made (57.2%, benchmarks/RESULTS.md; a floor a
+    little under it), no mention without a letter or that is a clause, no
+    cluster with pronouns that cannot corefer."""
+    import spacy_memcoref
+
+    score, broken = _on_the_everyday_set(spacy_memcoref.load("s2e-ontogum"))
+    assert score.total >= 300 and score.accuracy >= 0.55, (score.correct, score.total)
+    assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
+
+
+def test_the_default_model_on_the_everyday_set(default_model):
+    """The default shipped model (s2e-ontogum-base) on the 48 texts: issue 60
+    asks for 90% of the pronouns; the floor here is what it measured
+    (DEFAULT_EVERYDAY_FLOOR, benchmarks/RESULTS.md "Everyday texts"), and it
+    makes none of the links the decoding rules forbid."""
+    score, broken = _on_the_everyday_set(default_model)
+    assert score.total >= 300 and score.accuracy >= DEFAULT_EVERYDAY_FLOOR, (score.correct, score.total)
+    assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
