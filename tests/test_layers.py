@@ -68,6 +68,8 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "resolution": ("app", 7),
     "entities": ("app", 7),
     "pretrained": ("app", 7),
+    "weight_forms": ("app", 7),  # how pretrained stores tuned layers
+    "encoder_source": ("app", 7),  # where pretrained finds a Hub encoder
     "loading": ("app", 7),
     "annotate": ("app", 7),
     "cli": ("app", 7),
