@@ -79,7 +79,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_span_groups
+from ..doc_helpers.clusters import CLUSTER_PREFIX, cluster_span_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc, Span, Token
