@@ -59,8 +59,7 @@ PETRA_ARGS: Tuple[str, ...] = (
 )
 S2E_HEAD_ARGS: Tuple[str, ...] = (
     "hidden_size", "dropout", "max_width", "top_lambda", "max_antecedents", "use_speakers", "chunk_size",
-    "use_distance", "mention_loss_weight", "learn_link_bias", "singletons_as_mentions", "entity_type_loss_weight",
-    "infstat_loss_weight", "all_mentions_loss_weight", "span_head_attention",
+    "use_distance", "mention_loss_weight", "all_mentions_loss_weight",
 )
 
 

@@ -1,12 +1,11 @@
-"""s2e's auxiliary supervision from GUM's entity layer: singletons as positives
-of the mention loss, an entity-type head and an information-status head.
+"""s2e's auxiliary supervision from GUM's entity layer: the all-mentions
+scorer, a training-only span scorer for every GUM mention.
 
-Each loss overfits a tiny batch to ~0; a pipeline trained with the auxiliary
-heads predicts exactly what the same weights without them predict; training
-Docs without GUM's layer get a clear error (the all-mentions scorer alone
-learns their cluster mentions, with a warning); the gold is aligned by
-characters when the tokens differ; on the shared OntoGUM train files the
-gold carries every GUM mention.
+Its loss overfits a tiny batch to ~0; a pipeline trained with it predicts
+exactly what the same weights without it predict; on training Docs without
+GUM's layer it learns their cluster mentions, with a warning; the gold is
+aligned by characters when the tokens differ; on the shared OntoGUM train
+files the gold carries every GUM mention.
 """
 import itertools
 
@@ -18,7 +17,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.doc_helpers.gold import GUM_INFSTAT_KEY, GUM_MENTIONS_KEY, MentionGold, gold_with_gum_mentions
-from spacy_memcoref.models.s2e.pytorch_s2e import ENTITY_TYPES, INFSTATS, S2EDocument, S2EHead, gold_cluster_ids
+from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
 
 from conftest import make_examples, s2e_config, s2e_head_args
 
@@ -54,12 +53,7 @@ def _head(**options) -> S2EHead:
 def _tiny_gold():
     torch.manual_seed(1)
     doc = S2EDocument(torch.randn(8, 6))
-    gold = MentionGold(
-        clusters=[[(0, 0), (5, 5)]],
-        mentions=[(0, 0), (2, 3), (5, 5), (7, 7)],
-        entity_types=["person", "object", "person", "place"],
-        infstat=["new", "acc:inf", "giv:act", "undefined"],  # "undefined" is left out
-    )
+    gold = MentionGold(clusters=[[(0, 0), (5, 5)]], mentions=[(0, 0), (2, 3), (5, 5), (7, 7)])
     return doc, gold
 
 
@@ -72,35 +66,6 @@ def _overfit(head: S2EHead, loss_fn, steps: int = 200) -> float:
         loss.backward()
         optimizer.step()
     return float(loss_fn())
-
-
-@pytest.mark.parametrize("option", ["entity_type_loss_weight", "infstat_loss_weight"])
-def test_each_classifier_loss_goes_to_zero_on_a_tiny_batch(option):
-    head = _head(**{option: 1.0})
-    doc, gold = _tiny_gold()
-    m = lambda: head._auxiliary_loss(gold, *head._score_mentions(doc.tokens, None)[1])  # noqa: E731
-    before = float(m().detach())
-    after = _overfit(head, m)
-    assert before > 1.0 and after < 0.01, (before, after)
-
-
-def test_singletons_count_as_mention_positives_and_the_loss_goes_to_zero():
-    doc, gold = _tiny_gold()
-    plain = _head(mention_loss_weight=1.0)
-    with_singletons = _head(mention_loss_weight=1.0, singletons_as_mentions=True)
-    # the mention loss's targets: the cluster mentions, plus GUM's singletons when asked
-    starts = torch.tensor([0, 2, 5, 7, 1])
-    ends = torch.tensor([0, 3, 5, 7, 1])
-    assert (gold_cluster_ids(starts, ends, gold.clusters, 8) > 0).tolist() == [True, False, True, False, False]
-    positives = gold.clusters + [[span] for span in gold.mentions]
-    assert (gold_cluster_ids(starts, ends, positives, 8) > 0).tolist() == [True, True, True, True, False]
-    # the two heads start from the same weights: the losses differ by the singletons' targets only
-    plain([doc], None)  # materialize the lazy layers
-    with_singletons([doc], None)
-    with_singletons.load_state_dict(plain.state_dict())
-    assert float(with_singletons.document_loss(doc, gold)) != pytest.approx(float(plain.document_loss(doc, gold.clusters)))
-    after = _overfit(with_singletons, lambda: with_singletons.document_loss(doc, gold), steps=300)
-    assert after < 0.05
 
 
 def test_the_all_mentions_scorer_learns_every_gum_mention_apart_from_the_mention_score():
@@ -137,25 +102,10 @@ def _all_mentions_bce(head: S2EHead, doc: S2EDocument, gold: MentionGold) -> tor
     return bce.detach() / 4
 
 
-def test_all_auxiliary_losses_together_go_to_zero():
-    head = _head(
-        singletons_as_mentions=True, entity_type_loss_weight=1.0, infstat_loss_weight=1.0, all_mentions_loss_weight=1.0
-    )
-    doc, gold = _tiny_gold()
-    assert _overfit(head, lambda: head.document_loss(doc, gold), steps=300) < 0.05
-
-
-def test_the_head_refuses_clusters_alone_when_it_needs_gum_mentions():
-    head = _head(entity_type_loss_weight=1.0)
-    doc, gold = _tiny_gold()
-    with pytest.raises(ValueError, match="GUM's mentions"):
-        head.document_loss(doc, gold.clusters)
-
-
 def test_the_all_mentions_scorer_learns_the_cluster_mentions_where_there_is_no_gum_layer():
     doc, gold = _tiny_gold()
     head = _head(mention_loss_weight=1.0, all_mentions_loss_weight=1.0)
-    assert head.reads_gum_layer and not head.needs_gum_layer
+    assert head.reads_gum_layer
     clusters_only = MentionGold(gold.clusters)  # what the gold hook gives a Doc without the layer
     # clusters alone and an empty GUM layer are the same gold: every mention is a cluster mention
     assert float(head.document_loss(doc, gold.clusters)) == pytest.approx(float(head.document_loss(doc, clusters_only)))
@@ -178,24 +128,9 @@ def test_training_docs_without_the_gum_layer_train_the_all_mentions_scorer_with_
     assert len({str(w.message) for w in caught if issubclass(w.category, NoGumLayerWarning)}) == 1
 
 
-def test_unknown_labels_are_left_out_of_the_loss():
-    head = _head(infstat_loss_weight=1.0)
-    doc, gold = _tiny_gold()
-    head([doc], None)
-    only_undefined = MentionGold(gold.clusters, [(7, 7)], ["place"], ["undefined"])
-    features = head._score_mentions(doc.tokens, None)[1]
-    assert float(head._auxiliary_loss(only_undefined, *features)) == 0.0
-    assert set(ENTITY_TYPES) >= {"person", "place", "abstract"} and "new" in INFSTATS
-
-
 # ----- the pipeline -------------------------------------------------------------------
 
-AUX = {
-    "singletons_as_mentions": True,
-    "entity_type_loss_weight": 1.0,
-    "infstat_loss_weight": 1.0,
-    "all_mentions_loss_weight": 1.0,
-}
+AUX = {"all_mentions_loss_weight": 1.0}
 
 
 def _trained(options, steps=12):
@@ -210,21 +145,18 @@ def _trained(options, steps=12):
     return nlp, examples
 
 
-def test_a_pipeline_trained_with_the_heads_predicts_as_one_without_them(tmp_path):
+def test_a_pipeline_trained_with_the_scorer_predicts_as_one_without_it(tmp_path):
     nlp, examples = _trained(AUX)
     head = _head_module(nlp)
-    assert head.entity_type_scorer is not None and head.infstat_scorer is not None and head.all_mentions_scorer is not None
+    assert head.all_mentions_scorer is not None
     texts = [eg.reference.text for eg in examples] + ["Mary saw her brother . He waved at her ."]
     predicted = [_clusters(doc) for doc in nlp.pipe(texts)]
     assert any(predicted), "the tiny pipeline should predict some clusters"
     # it survives a save and load, auxiliary weights and all
     nlp.to_disk(tmp_path / "aux")
     assert [_clusters(doc) for doc in spacy.load(tmp_path / "aux").pipe(texts)] == predicted
-    # the same weights without the auxiliary heads predict the same clusters
-    head.entity_type_scorer = None
-    head.infstat_scorer = None
+    # the same weights without the scorer predict the same clusters
     head.all_mentions_scorer = None
-    head.singletons_as_mentions = False
     assert not head.reads_gum_layer
     assert [_clusters(doc) for doc in nlp.pipe(texts)] == predicted
 
@@ -243,23 +175,10 @@ def _clusters(doc: Doc):
     )
 
 
-def test_training_docs_without_the_gum_layer_get_a_clear_error():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(singletons_as_mentions=True))
-    examples = make_examples(nlp)
-    examples[0].reference.user_data["doc_id"] = "GUM_interview_x"
-    nlp.initialize(lambda: examples)
-    with pytest.raises(ValueError, match=r"document 'GUM_interview_x' has no doc.spans\['gum_mentions'\].*--gum-entities"):
-        nlp.update(examples)
-
-
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"singletons_as_mentions": True, "mention_loss_weight": 0.0}, "needs mention_loss_weight > 0"),
-        ({"entity_type_loss_weight": -1.0}, "entity_type_loss_weight must be >= 0"),
         ({"all_mentions_loss_weight": -0.5}, "all_mentions_loss_weight must be >= 0"),
-        ({"singletons_as_mentions": "maybe"}, "singletons_as_mentions"),
     ],
 )
 def test_bad_options_are_refused(options, message):
@@ -281,7 +200,7 @@ def test_gold_is_aligned_by_characters_when_the_tokens_differ():
     gold, missed = gold_with_gum_mentions(Example(predicted, ref), "coref_clusters")
     # "Mary" alone is not a predicted token: left out and counted, in the clusters and the mentions
     assert missed == 2
-    assert gold.mentions == [(0, 1)] and gold.entity_types == ["animal"] and gold.infstat == ["new"]
+    assert gold.mentions == [(0, 1)]
     assert gold.clusters == [[(0, 1)]]
 
 
@@ -298,7 +217,5 @@ def test_the_gold_on_the_shared_ontogum_train_files_carries_every_gum_mention(sh
         gum_doc = gum[doc.user_data["doc_id"]]
         assert missed == 0
         assert gold.mentions == [(m.start, m.end - 1) for m in gum_doc.mentions]
-        assert gold.entity_types == [m.etype for m in gum_doc.mentions]
-        assert gold.infstat == [m.infstat for m in gum_doc.mentions]
         n_singletons = len(gum_doc.singletons())
         assert 0 < n_singletons < len(gold.mentions)

@@ -1,13 +1,14 @@
-"""s2e's link decision: link_threshold at inference, learn_link_bias in training."""
+"""s2e's link decision: link_threshold at inference; the options removed
+after 0.1.0 (learn_link_bias among them) load at their defaults only."""
 import pytest
 import spacy
 import torch
-from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
-from spacy_memcoref.models.s2e.pytorch_s2e import LINK_BIAS_SCALE, S2EDocument, S2EHead
+from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
+from spacy_memcoref.models.s2e.s2e_model import REMOVED_OPTIONS
 
-from conftest import assert_same_links, make_examples, s2e_config, s2e_head_args
+from conftest import s2e_config, s2e_head_args
 
 
 def _head_and_doc(**options):
@@ -47,46 +48,38 @@ def test_threshold_zero_is_the_null_decision_and_lower_links_more():
     assert decoder.clusters(prediction) == decoder.clusters(prediction, threshold=-1e3)
 
 
-def test_learned_link_bias_shifts_every_pair_score():
-    head, doc = _head_and_doc(learn_link_bias=True)
-    _, _, best, before = head.document_links(doc)
-    with torch.no_grad():
-        head.link_bias.fill_(0.5)
-    _, _, best_after, after = head.document_links(doc)
-    valid = best >= 0
-    assert torch.equal(best, best_after)
-    torch.testing.assert_close(after[valid], before[valid] + 0.5 * LINK_BIAS_SCALE)
-    assert "link_bias" in head.state_dict()
-    assert "link_bias" not in _head_and_doc()[0].state_dict()  # old pipelines load unchanged
-
-
-def test_learned_link_bias_trains_and_round_trips(tmp_path):
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(learn_link_bias=True, link_threshold=-0.5))
-    examples = make_examples(nlp)
-    nlp.initialize(lambda: examples)
-    head = nlp.get_pipe("memcoref").model.layers[1].shims[0]._model
-    optimizer = Adam(0.003)
-    for _ in range(5):
-        nlp.update(examples, sgd=optimizer)
-    assert float(head.link_bias) != 0.0
-    texts = [eg.reference.text for eg in examples]
-    predicted = [{k: [s.text for s in g] for k, g in d.spans.items()} for d in nlp.pipe(texts)]
-    nlp.to_disk(tmp_path / "model")
-    loaded = spacy.load(tmp_path / "model")
-    loaded_head = loaded.get_pipe("memcoref").model.layers[1].shims[0]._model
-    assert float(loaded_head.link_bias) == float(head.link_bias)
-    assert loaded.get_pipe("memcoref").decoder.link_threshold == -0.5
-    assert [{k: [s.text for s in g] for k, g in d.spans.items()} for d in loaded.pipe(texts)] == predicted
-    assert_same_links(nlp, loaded, texts)
-
-
 @pytest.mark.parametrize(
     "override,message",
-    [({"link_threshold": "low"}, "link_threshold"), ({"learn_link_bias": 1}, "learn_link_bias")],
+    [({"link_threshold": "low"}, "link_threshold")],
 )
 def test_bad_link_options(override, message):
     nlp = spacy.blank("en")
     with pytest.raises(Exception, match=message):
+        nlp.add_pipe("memcoref", config=s2e_config(**override))
+
+
+def test_removed_options_load_at_their_defaults():
+    # what every pipeline saved by 0.1.0 names in its config
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config(**REMOVED_OPTIONS))
+    assert nlp.get_pipe("memcoref").model is not None
+    assert set(REMOVED_OPTIONS) == {
+        "learn_link_bias", "singletons_as_mentions", "entity_type_loss_weight", "infstat_loss_weight", "span_head_attention",
+    }
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"learn_link_bias": True},
+        {"singletons_as_mentions": True},
+        {"entity_type_loss_weight": 1.0},
+        {"infstat_loss_weight": 0.5},
+        {"span_head_attention": True},
+    ],
+)
+def test_removed_options_are_refused_at_any_other_value(override):
+    (name,) = override
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=rf"{name} was removed after spacy-memcoref 0.1.0.*cannot build"):
         nlp.add_pipe("memcoref", config=s2e_config(**override))

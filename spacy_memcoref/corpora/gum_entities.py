@@ -487,20 +487,3 @@ def attach_gum_entities_docbin(
     with atomic_output(Path(output_path)) as tmp:
         out.to_disk(tmp)
     return len(docs)
-
-
-def read_gum_docs(
-    conll_path: Union[str, Path], gum: Union[str, Path, Dict[str, GumDoc]], vocab, **kwargs
-) -> List["Doc"]:
-    """OntoGUM's CoNLL-2012 Docs (read_conll_docs) with GUM's mentions added.
-
-    conll_path: a CoNLL-2012 file or folder (e.g. OntoGUM's train/).
-    gum: GUM's dep/ folder, or what read_gum_entities returned.
-    vocab (Vocab): the vocab the Docs are made with.
-    kwargs: as attach_gum_entities.
-    RETURNS (List[Doc]): the Docs, in order.
-    """
-    from .conll import read_conll_docs
-
-    return attach_gum_entities(read_conll_docs(conll_path, vocab), gum, **kwargs)
-

@@ -36,7 +36,6 @@ from .conll import (
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc
 
-SPLITS = ("train", "dev", "test", "test2")
 PART = "000"  # the part number of OntoGUM's CoNLL-2012 files
 
 _HEADING_RE = re.compile(r"^##\s+(\S+)\s*$")

@@ -91,19 +91,15 @@ GUM_INFSTAT_KEY = "gum_infstat"
 
 @dataclass
 class MentionGold:
-    """A document's gold for s2e's auxiliary losses, beside its clusters.
+    """A document's gold for s2e's all-mentions scorer, beside its clusters.
 
     clusters (Clusters): the coreference clusters (aligned_gold_clusters).
     mentions (List[TokenSpan]): every mention GUM marks, singletons
         included, on the predicted tokens.
-    entity_types (List[str]): each mention's entity type ("person", ...).
-    infstat (List[str]): each mention's information status ("new", ...).
     """
 
     clusters: Clusters
     mentions: List[TokenSpan] = field(default_factory=list)
-    entity_types: List[str] = field(default_factory=list)
-    infstat: List[str] = field(default_factory=list)
 
 
 class NoGumLayerWarning(UserWarning):
@@ -112,45 +108,28 @@ class NoGumLayerWarning(UserWarning):
     so Python's default filter shows it once, not once a Doc."""
 
 
-def gold_with_gum_mentions(example: Example, prefix: str, required: bool = True) -> Tuple[MentionGold, int]:
-    """The clusters (as aligned_gold_clusters) and GUM's mentions with their
-    labels, on the predicted tokens.
+def gold_with_gum_mentions(example: Example, prefix: str) -> Tuple[MentionGold, int]:
+    """The clusters (as aligned_gold_clusters) and GUM's mentions, on the
+    predicted tokens. A Doc without GUM's layer gets a MentionGold with no
+    GUM mentions, and a NoGumLayerWarning: all_mentions_loss_weight's
+    "every mention" is then the cluster mentions (as in OntoNotes, which
+    marks no singletons).
 
-    required (bool): a Doc without GUM's layer is an error; when False (only
-        all_mentions_loss_weight reads the layer: its "every mention" is then
-        the cluster mentions, as in OntoNotes, which marks no singletons) it
-        gets a MentionGold with no GUM mentions and a NoGumLayerWarning.
     RETURNS (Tuple[MentionGold, int]): the gold and the number of gold
         mentions (cluster or GUM) that could not be aligned.
-    RAISES ValueError: required, and the reference Doc has no GUM entity layer.
     """
     clusters, n_missed = aligned_gold_clusters(example, prefix)
     predicted, reference = example.predicted, example.reference
     if GUM_MENTIONS_KEY not in reference.spans:
-        if not required:
-            warnings.warn(
-                f"training Docs without doc.spans[{GUM_MENTIONS_KEY!r}]: all_mentions_loss_weight learns from their "
-                "cluster mentions only (convert with --gum-entities to learn from every mention GUM marks)",
-                NoGumLayerWarning,
-            )
-            return MentionGold(clusters), n_missed
-        doc_id = reference.user_data.get("doc_id") if reference.user_data else None
-        name = f"document {doc_id!r}" if doc_id else "a training document"
-        raise ValueError(
-            f"{name} has no doc.spans[{GUM_MENTIONS_KEY!r}]: the s2e auxiliary losses (singletons_as_mentions, "
-            "entity_type_loss_weight, infstat_loss_weight) need training Docs with GUM's entity layer "
-            "(convert with --gum-entities), or set them to false / 0"
+        warnings.warn(
+            f"training Docs without doc.spans[{GUM_MENTIONS_KEY!r}]: all_mentions_loss_weight learns from their "
+            "cluster mentions only (convert with --gum-entities to learn from every mention GUM marks)",
+            NoGumLayerWarning,
         )
-    spans = list(reference.spans[GUM_MENTIONS_KEY])
-    statuses = list(reference.spans[GUM_INFSTAT_KEY]) if GUM_INFSTAT_KEY in reference.spans else []
-    if statuses and len(statuses) != len(spans):
-        raise ValueError(
-            f"doc.spans[{GUM_INFSTAT_KEY!r}] has {len(statuses)} spans but doc.spans[{GUM_MENTIONS_KEY!r}] "
-            f"{len(spans)}: they must be parallel (corpora.gum_entities.add_gum_mentions)"
-        )
+        return MentionGold(clusters), n_missed
     same_tokens = _same_tokens(predicted, reference)
     gold = MentionGold(clusters)
-    for i, span in enumerate(spans):
+    for span in reference.spans[GUM_MENTIONS_KEY]:
         if same_tokens:
             aligned: Optional[TokenSpan] = (span.start, span.end - 1)
         else:
@@ -160,6 +139,4 @@ def gold_with_gum_mentions(example: Example, prefix: str, required: bool = True)
             n_missed += 1
             continue
         gold.mentions.append(aligned)
-        gold.entity_types.append(span.label_)
-        gold.infstat.append(statuses[i].label_ if statuses else "")
     return gold, n_missed

@@ -32,20 +32,6 @@ ANTECEDENT_CHOICES = 8
 # antecedent to the start of the mention): 0, 1, 2, 3, 4, 5-7, 8-15, 16-31,
 # 32-63, 64-127, 128-255, 256+ (Lee et al. 2017 use the same kind of buckets).
 DISTANCE_BUCKET_EDGES = (0, 1, 2, 3, 4, 7, 15, 31, 63, 127, 255)
-# The learned link bias is a single number that has to move by several
-# units, and Adam moves a parameter by about the learning rate a step:
-# scaling it lets it get there in hundreds of steps, not tens of thousands.
-LINK_BIAS_SCALE = 10.0
-# The classes of the auxiliary heads: GUM's entity types and information
-# statuses (GUM V11; corpora.gum_entities). A label outside them (GUM's rare
-# "undefined") is left out of the loss.
-ENTITY_TYPES = (
-    "abstract", "animal", "event", "object", "organization", "person", "place", "plant", "substance", "time",
-)
-INFSTATS = ("new", "giv:act", "giv:inact", "acc:inf", "acc:aggr", "acc:com")
-_ENTITY_TYPE_IDS = {label: i for i, label in enumerate(ENTITY_TYPES)}
-_INFSTAT_IDS = {label: i for i, label in enumerate(INFSTATS)}
-IGNORED_LABEL = -100  # cross_entropy's ignore_index: a label outside the classes
 
 
 @dataclass
@@ -142,34 +128,14 @@ class S2EHead(nn.Module):
         trains mention scores only through the antecedent loss; on small
         data that lets the head push every kept candidate to "null" before
         gold mentions enter the top-k. 0 gives the paper's loss.
-    learn_link_bias (bool): add a learned scalar to every pair score (the
-        null score stays 0), so training can move the link decision as a
-        whole instead of through the mention scores, which the mention loss
-        ties to the rarity of mentions among all spans.
-    singletons_as_mentions (bool): the mention loss counts every mention of
-        GUM's entity layer (singletons included; doc_helpers.gold.MentionGold)
-        as a positive, not only the mentions of gold clusters.
-    entity_type_loss_weight (float), infstat_loss_weight (float): weights of
-        auxiliary cross-entropies that classify each GUM mention's entity
-        type / information status from its endpoint features (m^s, m^e); 0
-        builds no such classifier. Training-only: prediction never runs them.
     all_mentions_loss_weight (float): weight of a binary cross-entropy of a
         separate span scorer (its own v_s, v_e and B over m^s, m^e) that
-        tells every GUM mention, singletons included, from other spans.
-        Unlike singletons_as_mentions, its score never enters pair scores:
-        the endpoint features learn what a mention is while the mention
-        score keeps meaning "a mention that corefers". On Docs without
-        GUM's layer (clusters alone) it learns the cluster mentions. 0 builds
-        no scorer.
-    span_head_attention (bool): add each kept candidate's content to the
-        antecedent score: an attention-weighted average of its tokens
-        (Lee et al. 2017's head-finding attention), projected like the
-        endpoints, enters the query and the key as a fifth bilinear term.
-        Endpoints alone see a long noun phrase through its first and last
-        token (not in the paper). Only the antecedent score reads it: the
-        mention score, and so pruning, stay endpoint-only. Costs a
-        projection of every token (T * d * hidden) and O(K * max_width *
-        hidden) for the averages.
+        tells every GUM mention (doc_helpers.gold.MentionGold), singletons
+        included, from other spans. Its score never enters pair scores: the
+        endpoint features learn what a mention is while the mention score
+        keeps meaning "a mention that corefers". On Docs without GUM's layer
+        (clusters alone) it learns the cluster mentions. Training-only;
+        0 builds no scorer.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -187,12 +153,7 @@ class S2EHead(nn.Module):
         chunk_size: int,
         use_distance: bool,
         mention_loss_weight: float,
-        learn_link_bias: bool,
-        singletons_as_mentions: bool,
-        entity_type_loss_weight: float,
-        infstat_loss_weight: float,
         all_mentions_loss_weight: float,
-        span_head_attention: bool,
     ) -> None:
         super().__init__()
         self.use_distance = use_distance
@@ -219,16 +180,8 @@ class S2EHead(nn.Module):
         self.speaker_bias = nn.Parameter(torch.zeros(2))
         self.distance_bias = nn.Parameter(torch.zeros(len(DISTANCE_BUCKET_EDGES) + 1))
         self.register_buffer("distance_edges", torch.tensor(DISTANCE_BUCKET_EDGES), persistent=False)
-        # only when asked for, so pipelines saved without it still load
-        self.link_bias = nn.Parameter(torch.zeros(1)) if learn_link_bias else None  # 1-d: thinc optimizers take no 0-d arrays
-        self.singletons_as_mentions = singletons_as_mentions
-        self.entity_type_loss_weight = entity_type_loss_weight
-        self.infstat_loss_weight = infstat_loss_weight
-        # auxiliary classifiers over [m^s; m^e], only when asked for (so
-        # pipelines saved without them still load)
-        self.entity_type_scorer = nn.Linear(2 * hidden_size, len(ENTITY_TYPES)) if entity_type_loss_weight > 0 else None
-        self.infstat_scorer = nn.Linear(2 * hidden_size, len(INFSTATS)) if infstat_loss_weight > 0 else None
         self.all_mentions_loss_weight = all_mentions_loss_weight
+        # only when asked for, so pipelines saved without it still load
         self.all_mentions_scorer = (
             nn.ModuleDict(
                 {
@@ -240,11 +193,6 @@ class S2EHead(nn.Module):
             if all_mentions_loss_weight > 0
             else None
         )
-        # only when asked for (pipelines saved without them still load):
-        # a^h, the attention logit a token, and the head-to-head term
-        self.antecedent_head = _mlp(hidden_size, dropout) if span_head_attention else None
-        self.head_attention = _LazyLinear(1) if span_head_attention else None
-        self.antecedent_h2h = nn.Linear(hidden_size, hidden_size) if span_head_attention else None
         for module in self.modules():
             if type(module) is nn.Linear:
                 _init_linear(module)
@@ -311,8 +259,6 @@ class S2EHead(nn.Module):
         lo = self._antecedent_window(q0)
         scores = queries[q0:q1] @ keys[lo:q1].T
         scores = scores + mention_scores[q0:q1, None] + mention_scores[None, lo:q1]
-        if self.link_bias is not None:
-            scores = scores + LINK_BIAS_SCALE * self.link_bias
         if speakers is not None:
             q_spk = speakers[q0:q1, None]
             c_spk = speakers[None, lo:q1]
@@ -347,35 +293,7 @@ class S2EHead(nn.Module):
             dim=-1,
         )
         keys = torch.cat([a_start, a_end], dim=-1)
-        if self.antecedent_head is not None:
-            a_head = self._span_heads(tokens, starts, ends)
-            queries = torch.cat([queries, self.antecedent_h2h(a_head)], dim=-1)
-            keys = torch.cat([keys, a_head], dim=-1)
         return queries, keys
-
-    def _span_heads(self, tokens: Tensor, starts: Tensor, ends: Tensor) -> Tensor:
-        """a^h of each candidate: softmax over its tokens of a learned
-        logit a token, times the tokens' projections, summed; [K, hidden].
-        Gathered chunk_size candidates at a time: at prediction the [chunk,
-        width, hidden] gather bounds the memory; in training autograd keeps
-        every chunk's gather for the backward pass, K * width * hidden in all
-        (OntoGUM's documents: tens of MB)."""
-        projected = self.antecedent_head(tokens)  # [T, hidden]
-        logits = self.head_attention(tokens).squeeze(-1)  # [T]
-        n_cand = starts.shape[0]
-        if n_cand == 0:
-            return projected.new_zeros((0, projected.shape[-1]))
-        width = int((ends - starts).max()) + 1
-        offsets = torch.arange(width, device=starts.device)
-        heads = []
-        for c0 in range(0, n_cand, self.chunk_size):
-            c1 = min(n_cand, c0 + self.chunk_size)
-            index = starts[c0:c1, None] + offsets[None, :]  # [k, width]
-            inside = index <= ends[c0:c1, None]
-            index = torch.where(inside, index, starts[c0:c1, None])  # padding reads the start (weight 0)
-            weights = torch.softmax(logits[index].float().masked_fill(~inside, NEG_INF), dim=1)
-            heads.append(torch.bmm(weights.to(projected.dtype).unsqueeze(1), projected[index]).squeeze(1))
-        return torch.cat(heads)
 
     # ----- one document -------------------------------------------------------
 
@@ -396,28 +314,21 @@ class S2EHead(nn.Module):
         """Marginal log-likelihood of the gold antecedents among the kept
         candidates; null is gold for a candidate that is not a gold mention or
         has no kept gold antecedent (as in the paper's reference code), plus
-        the mention loss and the auxiliary losses asked for.
+        the mention loss and the all-mentions loss asked for.
 
         gold (Union[Clusters, MentionGold]): the clusters, or a
-            doc_helpers.gold.MentionGold (clusters and GUM's mentions) when
-            an auxiliary loss needs GUM's entity layer.
+            doc_helpers.gold.MentionGold (clusters and GUM's mentions) for
+            the all-mentions scorer.
         RETURNS (Tensor): summed over the kept candidates.
         """
         aux = None if isinstance(gold, list) else gold
         clusters: Clusters = gold if aux is None else aux.clusters
-        if aux is None and self.needs_gum_layer:
-            raise ValueError(
-                "singletons_as_mentions, entity_type_loss_weight and infstat_loss_weight need GUM's "
-                "mentions (a MentionGold), not clusters alone"
-            )
         n_tokens = doc.tokens.shape[0]
         candidates, (all_starts, all_ends, all_scores), (m_start, m_end) = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
         cluster_ids = gold_cluster_ids(starts, ends, clusters, n_tokens)
         n_cand = starts.shape[0]
         loss = doc.tokens.new_zeros(())
-        if aux is not None:
-            loss = loss + self._auxiliary_loss(aux, m_start, m_end)
         if self.all_mentions_scorer is not None:
             scorer = self.all_mentions_scorer
             any_starts, any_ends, any_scores = _span_scores(
@@ -432,10 +343,7 @@ class S2EHead(nn.Module):
             every_mention = clusters + ([] if aux is None else [[span] for span in aux.mentions])
             loss = loss + self.all_mentions_loss_weight * self._span_bce(any_starts, any_ends, any_scores, every_mention, n_tokens)
         if self.mention_loss_weight > 0:
-            positives = clusters
-            if self.singletons_as_mentions:
-                positives = clusters + [[span] for span in aux.mentions]
-            loss = loss + self.mention_loss_weight * self._span_bce(all_starts, all_ends, all_scores, positives, n_tokens)
+            loss = loss + self.mention_loss_weight * self._span_bce(all_starts, all_ends, all_scores, clusters, n_tokens)
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
@@ -459,39 +367,11 @@ class S2EHead(nn.Module):
         return bce / self.max_width
 
     @property
-    def needs_gum_layer(self) -> bool:
-        """Whether training cannot go without GUM's layer on every Doc
-        (singletons, entity types, information status)."""
-        return self.singletons_as_mentions or self.entity_type_scorer is not None or self.infstat_scorer is not None
-
-    @property
     def reads_gum_layer(self) -> bool:
         """Whether training reads GUM's mentions where a Doc has them (a
         MentionGold a document): all_mentions_loss_weight uses them when
         there, the cluster mentions alone when not."""
-        return self.needs_gum_layer or self.all_mentions_scorer is not None
-
-    def _auxiliary_loss(self, gold: Any, m_start: Tensor, m_end: Tensor) -> Tensor:
-        """Cross-entropies of the entity-type and information-status heads
-        over GUM's mentions up to max_width tokens (summed, like the
-        antecedent loss)."""
-        loss = m_start.new_zeros(())
-        kept = [i for i, (s, e) in enumerate(gold.mentions) if e - s < self.max_width]
-        if not kept:
-            return loss
-        spans = torch.tensor([gold.mentions[i] for i in kept], device=m_start.device)
-        features = torch.cat([m_start[spans[:, 0]], m_end[spans[:, 1]]], dim=-1)
-        for scorer, weight, labels, class_ids in (
-            (self.entity_type_scorer, self.entity_type_loss_weight, gold.entity_types, _ENTITY_TYPE_IDS),
-            (self.infstat_scorer, self.infstat_loss_weight, gold.infstat, _INFSTAT_IDS),
-        ):
-            if scorer is None:
-                continue
-            target = torch.tensor([class_ids.get(labels[i], IGNORED_LABEL) for i in kept], device=m_start.device)
-            if bool((target != IGNORED_LABEL).any()):
-                logits = scorer(features).float()
-                loss = loss + weight * nn.functional.cross_entropy(logits, target, ignore_index=IGNORED_LABEL, reduction="sum")
-        return loss
+        return self.all_mentions_scorer is not None
 
     @torch.no_grad()
     def document_links(self, doc: S2EDocument) -> Tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -3,8 +3,7 @@
 torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
-from functools import partial
-from typing import List, Optional
+from typing import Dict, List, Optional, Union
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -27,10 +26,35 @@ def _check(condition: bool, message: str) -> None:
 # head's attribute that holds the module: a shipped model sets them to 0, so
 # it stores and loads no weights for those modules (pretrained.build).
 TRAINING_ONLY_MODULES = {
-    "entity_type_loss_weight": "entity_type_scorer",
-    "infstat_loss_weight": "infstat_scorer",
     "all_mentions_loss_weight": "all_mentions_scorer",
 }
+
+# Options removed after spacy-memcoref 0.1.0 (their experiments lost; benchmarks/log/
+# keeps the results), each with the one value the builder still takes: the
+# default, which built nothing and which every pipeline saved before names
+# in its config, so that those pipelines load. Any other value is an error.
+REMOVED_OPTIONS: Dict[str, Union[bool, float]] = {
+    "learn_link_bias": False,
+    "singletons_as_mentions": False,
+    "entity_type_loss_weight": 0.0,
+    "infstat_loss_weight": 0.0,
+    "span_head_attention": False,
+}
+
+
+def _removed_option_error(name: str, value: object) -> Optional[str]:
+    default = REMOVED_OPTIONS[name]
+    if isinstance(default, bool):
+        inert = value is False
+    else:
+        inert = isinstance(value, (int, float)) and not isinstance(value, bool) and value == default
+    if inert:
+        return None
+    shown = str(default).lower()
+    return (
+        f"{name} was removed after spacy-memcoref 0.1.0 (its experiment lost: benchmarks/log); a saved config may "
+        f"keep it at {shown}, which builds nothing, but not at {value!r}: this version cannot build that model"
+    )
 
 
 @registry.architectures("spacy_memcoref.S2E.v1")
@@ -50,13 +74,14 @@ def build_s2e(
     freeze_encoder: bool = False,
     encoder_layers: int = 1,
     link_threshold: float = 0.0,
-    learn_link_bias: bool = False,
     frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     frozen_cache_dir: Optional[str] = None,
+    all_mentions_loss_weight: float = 0.0,
+    # removed (REMOVED_OPTIONS): taken at their defaults only, so that saved pipelines load
+    learn_link_bias: bool = False,
     singletons_as_mentions: bool = False,
     entity_type_loss_weight: float = 0.0,
     infstat_loss_weight: float = 0.0,
-    all_mentions_loss_weight: float = 0.0,
     span_head_attention: bool = False,
 ) -> Model:
     """s2e (Kirstain, Ram & Levy 2021) over any tok2vec.
@@ -87,27 +112,20 @@ def build_s2e(
         component's own link_threshold (the memcoref factory's setting,
         which `tune-link-threshold` stores) says otherwise: where pipelines
         saved by earlier versions keep their tuned threshold.
-    learn_link_bias (bool): a learned scalar added to every pair score, so
-        training moves the link decision as a whole (not in the paper).
     frozen_cache_mb (int), frozen_cache_dir (Optional[str]): with
         freeze_encoder, the frozen encoder's cache in memory and on disk, as
         in spacy_memcoref.PeTra.v1 (frozen_encoder.frozen_encoder).
-    singletons_as_mentions (bool): the mention loss counts every mention of
-        GUM's entity layer (singletons included) as a positive, not only the
-        mentions of gold clusters. Training Docs need doc.spans["gum_mentions"]
-        (convert with --gum-entities).
-    entity_type_loss_weight (float), infstat_loss_weight (float): weights of
-        auxiliary heads that classify each GUM mention's entity type /
-        information status from its endpoint features (0: none). Training
-        only: a trained pipeline predicts without them, at the same speed.
     all_mentions_loss_weight (float): weight of a separate, training-only
         span scorer over the same endpoint features that learns to tell
         every GUM mention (singletons included) from other spans; its score
-        never enters pair scores (0: none).
-    span_head_attention (bool): add an attention-weighted average of each
-        kept candidate's tokens (Lee et al. 2017's head-finding attention)
-        to the antecedent score, beside the endpoints (not in the paper).
-        Unlike the auxiliary losses it runs at prediction too.
+        never enters pair scores (0: none). Training Docs with
+        doc.spans["gum_mentions"] (convert with --gum-entities) give it
+        every GUM mention, others their cluster mentions. A trained pipeline
+        predicts without it, at the same speed.
+    learn_link_bias, singletons_as_mentions, entity_type_loss_weight,
+        infstat_loss_weight, span_head_attention: removed options
+        (REMOVED_OPTIONS), taken at their defaults only, where saved
+        pipelines name them.
     RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
@@ -125,16 +143,17 @@ def build_s2e(
         decoder = S2EDecoder(link_threshold)
     except ValueError as err:
         raise ValueError(f"spacy_memcoref.S2E.v1: {err}") from None
-    _check(isinstance(learn_link_bias, bool), f"learn_link_bias must be true or false, got {learn_link_bias!r}")
-    _check(isinstance(singletons_as_mentions, bool), f"singletons_as_mentions must be true or false, got {singletons_as_mentions!r}")
-    _check(
-        not singletons_as_mentions or mention_loss_weight > 0,
-        "singletons_as_mentions needs mention_loss_weight > 0 (it changes the mention loss's positives)",
-    )
-    _check(entity_type_loss_weight >= 0, f"entity_type_loss_weight must be >= 0, got {entity_type_loss_weight!r}")
-    _check(infstat_loss_weight >= 0, f"infstat_loss_weight must be >= 0, got {infstat_loss_weight!r}")
     _check(all_mentions_loss_weight >= 0, f"all_mentions_loss_weight must be >= 0, got {all_mentions_loss_weight!r}")
-    _check(isinstance(span_head_attention, bool), f"span_head_attention must be true or false, got {span_head_attention!r}")
+    removed = {
+        "learn_link_bias": learn_link_bias,
+        "singletons_as_mentions": singletons_as_mentions,
+        "entity_type_loss_weight": entity_type_loss_weight,
+        "infstat_loss_weight": infstat_loss_weight,
+        "span_head_attention": span_head_attention,
+    }
+    for name, value in removed.items():
+        error = _removed_option_error(name, value)
+        _check(error is None, error or "")
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -151,12 +170,7 @@ def build_s2e(
         chunk_size=chunk_size,
         use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
-        learn_link_bias=learn_link_bias,
-        singletons_as_mentions=singletons_as_mentions,
-        entity_type_loss_weight=entity_type_loss_weight,
-        infstat_loss_weight=infstat_loss_weight,
         all_mentions_loss_weight=all_mentions_loss_weight,
-        span_head_attention=span_head_attention,
     )
 
     def make_head_input(doc: Doc, tokens) -> S2EDocument:
@@ -173,9 +187,7 @@ def build_s2e(
         tok2vec,
         head,
         make_head_input,
-        make_gold=(
-            partial(gold_with_gum_mentions, required=head.needs_gum_layer) if head.reads_gum_layer else aligned_gold_clusters
-        ),
+        make_gold=gold_with_gum_mentions if head.reads_gum_layer else aligned_gold_clusters,
         decoder=decoder,
         lr_scale=head_lr_scale,
     )
