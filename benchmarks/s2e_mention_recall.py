@@ -75,7 +75,7 @@ def width_bucket(m: Mention) -> str:
 
 def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dict[Mention, Tuple[str, str]]], threshold: float) -> None:
     """Add one document's counts (see the module docstring for the rows)."""
-    starts, ends, best, scores = prediction["links"] if prediction.get("links") is not None else ([], [], [], [])
+    starts, ends, best, scores = prediction.links if prediction.links is not None else ([], [], [], [])
     candidates = list(zip(starts, ends))
     index = {m: i for i, m in enumerate(candidates)}
     kept = set(candidates)

@@ -152,7 +152,7 @@ def assert_same_links(nlp, loaded, texts, name="memcoref"):
     check of the weights that empty cluster lists cannot pass by accident."""
     before = nlp.get_pipe(name).predict([nlp.make_doc(t) for t in texts])
     after = loaded.get_pipe(name).predict([loaded.make_doc(t) for t in texts])
-    assert any(p["links"] and p["links"][0] for p in before), before
+    assert any(p.links and p.links[0] for p in before), before
     assert after == before
 
 

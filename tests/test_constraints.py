@@ -19,6 +19,7 @@ from spacy_memcoref.decoders.constraints import (
     violations,
 )
 from spacy_memcoref.decoders.petra import decode_clusters
+from spacy_memcoref.decoders.predictions import S2EPrediction
 from spacy_memcoref.decoders.s2e import S2EDecoder
 
 NLP = spacy.blank("en")
@@ -32,10 +33,10 @@ def _prediction(doc, spans, choices):
     rows = [sorted(choices.get(i, []), key=lambda p: -p[1]) for i in range(len(spans))]
     best = [row[0][0] if row else -1 for row in rows]
     scores = [row[0][1] if row else -1e30 for row in rows]
-    return {
-        "links": (starts, ends, best, scores),
-        "choices": ([[c for c, _ in row] for row in rows], [[s for _, s in row] for row in rows]),
-    }
+    return S2EPrediction(
+        links=(starts, ends, best, scores),
+        choices=([[c for c, _ in row] for row in rows], [[s for _, s in row] for row in rows]),
+    )
 
 
 def _texts(doc, clusters):

@@ -11,6 +11,7 @@ import torch
 
 from spacy_memcoref.decoders.calibration import CLASS_WEIGHT_SHIFT, calibrate
 from spacy_memcoref.decoders.petra import PeTraDecoder, people_count
+from spacy_memcoref.decoders.predictions import S2EPrediction
 from spacy_memcoref.decoders.s2e import S2EDecoder, clusters_from_links
 from spacy_memcoref.tuning.grid import LINK_THRESHOLDS, PROBABILITY_GRID, best_on_grid
 from spacy_memcoref.tuning.link_threshold import best_threshold
@@ -41,13 +42,13 @@ def test_s2e_decoder_links_as_the_head_did():
     for i, t in enumerate(thresholds):
         scores[5 * i + 1] = t
     scores[0] = -1e30  # no antecedent
-    prediction = {"links": (starts.tolist(), ends.tolist(), best.tolist(), scores.tolist())}
+    prediction = S2EPrediction(links=(starts.tolist(), ends.tolist(), best.tolist(), scores.tolist()))
     decoder = S2EDecoder(0.0)
     for t in thresholds + list(LINK_THRESHOLDS):
         assert decoder.clusters(prediction, t) == _old_links_to_clusters(starts, ends, best, scores, t), t
         decoder.configure({"link_threshold": t})
         assert decoder.clusters(prediction) == _old_links_to_clusters(starts, ends, best, scores, t), t
-    assert decoder.clusters({"links": None}) == []
+    assert decoder.clusters(S2EPrediction()) == []
 
 
 def test_s2e_decoder_settings():

@@ -30,9 +30,9 @@ def test_threshold_zero_is_the_null_decision_and_lower_links_more():
     # the head predicts the links; the decoder decides
     _, predictions = head([doc])
     prediction = predictions[0]
-    assert prediction["links"] == (starts.tolist(), ends.tolist(), best.tolist(), score.tolist())
+    assert prediction.links == (starts.tolist(), ends.tolist(), best.tolist(), score.tolist())
     # the choices: best first, the best one the link's
-    choices, choice_scores = prediction["choices"]
+    choices, choice_scores = prediction.choices
     assert [row[:1] for row in choices] == [[b] if b >= 0 else [] for b in best.tolist()]
     assert all(row == sorted(row, reverse=True) for row in choice_scores)
     # the paper's decision: best antecedent when it beats the null score 0

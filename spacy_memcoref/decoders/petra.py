@@ -28,6 +28,7 @@ from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.memory_log import set_memory_log
 from .calibration import IDENTITY, calibrate, check_calibration
 from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character
+from .predictions import PeTraPrediction
 
 # the decision threshold where none is given (the scorer's default, and the
 # threshold of Docs whose gap_probs store none)
@@ -131,23 +132,25 @@ class PeTraDecoder:
     # ----- the Doc --------------------------------------------------------------
 
     def clusters(
-        self, prediction: Mapping[str, Any], *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
+        self, prediction: PeTraPrediction, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
     ) -> List[List[Tuple[int, int]]]:
         """The clusters of one prediction: decoded from its memory log under
         the Doc's `rules` (decoders.constraints) when the Doc is given, else
         as the head decoded them."""
-        settings = prediction.get("decoding")
-        if doc is None or settings is None or "memory_log" not in prediction:
-            return prediction["clusters"]
-        return decode_clusters(prediction["memory_log"], rules=DocRules(doc, rules), **settings)
+        settings = prediction.decoding
+        if doc is None or settings is None or prediction.memory_log is None:
+            return prediction.clusters
+        return decode_clusters(
+            prediction.memory_log, threshold=settings.threshold, min_mentions=settings.min_mentions, rules=DocRules(doc, rules)
+        )
 
-    def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
+    def write(self, doc: Doc, prediction: PeTraPrediction) -> None:
         """Write a prediction's extras: doc._.memory_log and, for a GAP Doc,
         doc.user_data["gap_probs"] (`gap_probabilities`)."""
-        if "memory_log" in prediction:
-            set_memory_log(doc, prediction["memory_log"])
-        if prediction.get("gap") is not None:
-            doc.user_data[GAP_PROBS_KEY] = self.gap_probabilities(prediction["gap"])
+        if prediction.memory_log is not None:
+            set_memory_log(doc, prediction.memory_log)
+        if prediction.gap is not None:
+            doc.user_data[GAP_PROBS_KEY] = self.gap_probabilities(prediction.gap)
         else:
             doc.user_data.pop(GAP_PROBS_KEY, None)
 

@@ -3,7 +3,7 @@ link threshold (torch-free).
 
 The head (models.s2e.pytorch_s2e.S2EHead) predicts, for a document, its kept
 mention candidates in text order, each one's best preceding candidate and
-that pair's score (``prediction["links"]``, see `Links`); the decoder links
+that pair's score (``S2EPrediction.links``, see `Links`); the decoder links
 a candidate to it when the score is above ``link_threshold`` (the null
 antecedent scores 0, so 0 is the paper's decision; lower links more) and
 unions the links into clusters. The antecedent ranking does not depend on
@@ -13,7 +13,7 @@ thresholds (tuning.link_threshold).
 Given the Doc, the decoder also keeps to decoders.constraints: a candidate
 that is no word is never a mention, and a link that would put pronouns that
 cannot corefer in one cluster is not made; the candidate then takes its
-next-best antecedent above the threshold (``prediction["choices"]``, the
+next-best antecedent above the threshold (``S2EPrediction.choices``, the
 head's best few, best first), in text order.
 """
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -22,14 +22,9 @@ import numpy
 from spacy.tokens import Doc
 
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
+from .predictions import Choices, Clusters, Links, S2EPrediction
 
 Span = Tuple[int, int]  # (start, end), both inclusive token indices
-Clusters = List[List[Span]]
-# (starts, ends, best antecedent index or -1, its score): one entry a kept
-# candidate; the scores are the head's (float32) values
-Links = Tuple[List[int], List[int], List[int], List[float]]
-# each kept candidate's best antecedents and their scores, best first
-Choices = Tuple[List[List[int]], List[List[float]]]
 
 
 def _as_float32(threshold: float) -> float:
@@ -138,14 +133,14 @@ class S2EDecoder:
         return taken
 
     def clusters(
-        self, prediction: Mapping[str, Any], threshold: Optional[float] = None, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
+        self, prediction: S2EPrediction, threshold: Optional[float] = None, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
     ) -> Clusters:
         """The clusters of one prediction (at `threshold`, default the
         decoder's); with its Doc, under decoders.constraints' `rules`."""
         threshold = self.link_threshold if threshold is None else threshold
-        if doc is None or prediction.get("links") is None:
-            return links_to_clusters(prediction.get("links"), threshold)
-        return constrained_clusters(prediction["links"], prediction.get("choices"), threshold, DocRules(doc, rules))
+        if doc is None or prediction.links is None:
+            return links_to_clusters(prediction.links, threshold)
+        return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
 
-    def write(self, doc: Doc, prediction: Mapping[str, Any]) -> None:
+    def write(self, doc: Doc, prediction: S2EPrediction) -> None:
         """s2e writes nothing beyond the clusters the component writes."""

@@ -28,6 +28,7 @@ from thinc.api import Model, Optimizer, set_dropout_rate
 from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, token._.memory_usage)
 from ..decoders.calibration import CLASS_WEIGHT_SHIFT
 from ..decoders.petra import DEFAULT_GAP_THRESHOLD
+from ..decoders.predictions import Prediction
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
@@ -234,8 +235,8 @@ def coref_components(nlp: Language, kind: Optional[str] = None, *, include_disab
 
 class CorefComponent(TrainablePipe):
     """Coreference clusters from a model whose input is (docs, golds) and whose
-    output is (loss, one prediction dict a doc), decoded and written by the
-    model's decoder.
+    output is (loss, one prediction a doc: decoders.predictions), decoded and
+    written by the model's decoder.
 
     settings (Optional[Dict[str, Any]]): the decoder's settings kept in the
         component's cfg (e.g. PeTra's gap_threshold and gap_calibration; the
@@ -292,7 +293,7 @@ class CorefComponent(TrainablePipe):
 
     # ----- inference ----------------------------------------------------------
 
-    def predict(self, docs: Iterable[Doc]) -> List[Dict[str, Any]]:
+    def predict(self, docs: Iterable[Doc]) -> List[Prediction]:
         docs = list(docs)
         if not self._is_initialized():
             raise ValueError(
@@ -340,7 +341,7 @@ class CorefComponent(TrainablePipe):
         width = next((v.shape[1] for v in out if v is not None), 0)
         return [v if v is not None else numpy.zeros((0, width), dtype="float32") for v in out]
 
-    def set_annotations(self, docs: Iterable[Doc], predictions: List[Dict[str, Any]]) -> None:
+    def set_annotations(self, docs: Iterable[Doc], predictions: List[Prediction]) -> None:
         """Write one prediction a Doc, paired by position.
 
         RAISES ValueError: not one prediction a Doc (nothing is written).

@@ -118,7 +118,7 @@ def build_petra(
         output on disk in this folder (keyed by the encoder's weights), so
         later runs (other seeds, other head settings) skip the encoder.
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
-        prediction dict a doc: clusters, memory_log, gap).
+        decoders.predictions.PeTraPrediction a doc).
     """
     _check(_is_int(hidden_size) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
     _check(_is_int(num_cells) and num_cells >= 1, f"num_cells must be a positive integer, got {num_cells!r}")

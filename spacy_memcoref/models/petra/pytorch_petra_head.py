@@ -14,7 +14,7 @@ PyTorch (and numpy): this module never imports spaCy or Thinc.
   the memory log, the log itself and, for a GAP document, the link
   probabilities of A and B with the pronoun.
 """
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy
 import torch
@@ -22,6 +22,7 @@ from torch import nn
 
 from ...doc_helpers import LOG_KEYS
 from ...decoders.petra import decode_clusters
+from ...decoders.predictions import LogDecoding, PeTraPrediction
 from .pytorch_petra import PeTra, span_link_probability
 
 # tau never goes below this (halving forever would end in inf / NaN).
@@ -133,31 +134,32 @@ class PeTraHead(nn.Module):
             gold = list(golds)
         loss, logs = petra(feats, gold)
         if self.training:
-            return loss, [{"clusters": []} for _ in inputs]
+            return loss, [PeTraPrediction() for _ in inputs]
         return loss, [self._prediction(log, gap) for log, (_, gap) in zip(logs, inputs)]
 
-    def _empty_prediction(self, n_cells: int) -> Dict[str, Any]:
+    def _empty_prediction(self, n_cells: int) -> PeTraPrediction:
         log = {
             "entity": numpy.zeros((0,), dtype=numpy.float32),
             "overwrite": numpy.zeros((0, n_cells), dtype=numpy.float32),
             "coref": numpy.zeros((0, n_cells), dtype=numpy.float32),
             "usage": numpy.zeros((0, n_cells), dtype=numpy.float32),
         }
-        return {"clusters": [], "memory_log": log}
+        return PeTraPrediction(clusters=[], memory_log=log)
 
-    def _prediction(self, log, gap) -> Dict[str, Any]:
+    def _prediction(self, log, gap) -> PeTraPrediction:
         log = {key: log[key].detach() for key in LOG_KEYS}
         arrays = {key: log[key].float().cpu().numpy().astype("float32", copy=False) for key in LOG_KEYS}
-        prediction: Dict[str, Any] = {
-            "clusters": decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
-            "memory_log": arrays,
-            # what the decoder needs to decode the log again under the Doc's rules
-            "decoding": {"threshold": self.entity_threshold, "min_mentions": self.min_mentions},
-        }
+        probabilities: Optional[Tuple[float, float]] = None
         if gap is not None:
             span_a, span_b, pronoun = gap
-            prediction["gap"] = (
+            probabilities = (
                 float(span_link_probability(log, span_a, pronoun)),
                 float(span_link_probability(log, span_b, pronoun)),
             )
-        return prediction
+        return PeTraPrediction(
+            clusters=decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
+            memory_log=arrays,
+            # what the decoder needs to decode the log again under the Doc's rules
+            decoding=LogDecoding(threshold=self.entity_threshold, min_mentions=self.min_mentions),
+            gap=probabilities,
+        )

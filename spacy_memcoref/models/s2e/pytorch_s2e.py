@@ -8,10 +8,10 @@ inference holds at most ``chunk x K`` scores at a time (and ``chunk x
 max_antecedents`` with the optional window).
 
 At inference the head predicts each kept candidate's best antecedent and
-that pair's score (``{"links": ...}``), and its ANTECEDENT_CHOICES best ones
-(``{"choices": ...}``), so that a decoder that rules a link out takes the
-next best; deciding which of them link (the link threshold, the rules of
-decoders.constraints) and building the clusters is the decoder's
+that pair's score (``S2EPrediction.links``), and its ANTECEDENT_CHOICES best
+ones (``S2EPrediction.choices``), so that a decoder that rules a link out
+takes the next best; deciding which of them link (the link threshold, the
+rules of decoders.constraints) and building the clusters is the decoder's
 (decoders.s2e).
 """
 import math
@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
+
+from ...decoders.predictions import Links, S2EPrediction
 
 Span = Tuple[int, int]  # (start, end), both inclusive token indices
 Clusters = List[List[Span]]
@@ -409,18 +411,18 @@ class S2EHead(nn.Module):
             chosen_scores.append(torch.where(valid, top_scores, torch.full_like(top_scores, NEG_INF)))
         return starts, ends, torch.cat(chosen), torch.cat(chosen_scores)
 
-    def predicted_links(self, doc: S2EDocument) -> Optional[Tuple[List[int], List[int], List[int], List[float]]]:
-        """`document_links` as Python lists (decoders.s2e.Links), the scores
-        as the float32 values they are; None for a document without tokens."""
-        prediction = self.prediction(doc)
-        return prediction["links"]
+    def predicted_links(self, doc: S2EDocument) -> Optional[Links]:
+        """`document_links` as Python lists (decoders.predictions.Links), the
+        scores as the float32 values they are; None for a document without
+        tokens."""
+        return self.prediction(doc).links
 
-    def prediction(self, doc: S2EDocument) -> Dict[str, Any]:
-        """One document's prediction: {"links": decoders.s2e.Links or None,
-        "choices": ([[antecedent, ...] a candidate], [[score, ...]]) or None},
-        the choices best first and only the real ones (none after -1)."""
+    def prediction(self, doc: S2EDocument) -> S2EPrediction:
+        """One document's prediction: its links and choices, the choices
+        best first and only the real ones (none after -1); no links for a
+        document without tokens."""
         if doc.tokens.shape[0] == 0:
-            return {"links": None, "choices": None}
+            return S2EPrediction()
         starts, ends, choices, scores = self.document_choices(doc)
         scores = scores.float()
         links = (starts.tolist(), ends.tolist(), choices[:, 0].tolist(), scores[:, 0].tolist())
@@ -429,19 +431,19 @@ class S2EHead(nn.Module):
             n = next((i for i, c in enumerate(row) if c < 0), len(row))
             kept_choices.append(row[:n])
             kept_scores.append(row_scores[:n])
-        return {"links": links, "choices": (kept_choices, kept_scores)}
+        return S2EPrediction(links=links, choices=(kept_choices, kept_scores))
 
     def forward(
         self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
-    ) -> Tuple[Optional[Tensor], List[Dict[str, Any]]]:
+    ) -> Tuple[Optional[Tensor], List[S2EPrediction]]:
         """Loss over a batch (when golds are given) or predicted links.
 
         docs (Sequence[S2EDocument]): the batch.
         golds (Optional[Sequence[Clusters]]): gold clusters a document (or a
             doc_helpers.gold.MentionGold, see document_loss).
-        RETURNS (Tuple[Optional[Tensor], List[Dict[str, Any]]]): the summed
+        RETURNS (Tuple[Optional[Tensor], List[S2EPrediction]]): the summed
             loss (None without golds, or when no document has a token), and a
-            `prediction` dict a document ({"links": None} while training).
+            `prediction` a document (an empty one while training).
         """
         if golds is None:
             return None, [self.prediction(doc) for doc in docs]
@@ -449,7 +451,7 @@ class S2EHead(nn.Module):
             raise ValueError(f"{len(docs)} documents but {len(golds)} gold cluster lists")
         losses = [self.document_loss(doc, gold) for doc, gold in zip(docs, golds) if doc.tokens.shape[0]]
         loss = torch.stack(losses).sum() if losses else None
-        return loss, [{"links": None} for _ in docs]
+        return loss, [S2EPrediction() for _ in docs]
 
 
 def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int) -> Tensor:

@@ -126,7 +126,8 @@ def build_s2e(
         infstat_loss_weight, span_head_attention: removed options
         (REMOVED_OPTIONS), taken at their defaults only, where saved
         pipelines name them.
-    RETURNS (Model): input (docs, gold clusters or None), output (loss, clusters).
+    RETURNS (Model): input (docs, gold clusters or None), output (loss, one
+        decoders.predictions.S2EPrediction a doc).
     """
     _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
     _check(0.0 <= dropout < 1.0, f"dropout must be in [0, 1), got {dropout!r}")

@@ -1,0 +1,81 @@
+"""What a coreference head hands its decoder: one prediction a document
+(torch-free; numpy only).
+
+The torch heads (models.s2e.pytorch_s2e.S2EHead, models.petra.
+pytorch_petra_head.PeTraHead) make them on the CPU, as plain Python and
+numpy values; the component (pipeline.coref_component) passes them from the
+model to the decoder (decoders.s2e.S2EDecoder, decoders.petra.PeTraDecoder)
+unread. While training, a head predicts nothing: an empty prediction a
+document (no links; no clusters).
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy
+
+TokenSpan = Tuple[int, int]  # (start, end), both inclusive token indices
+Clusters = List[List[TokenSpan]]
+# (starts, ends, best antecedent index or -1, its score): one entry a kept
+# candidate, in text order; the scores are the head's (float32) values
+Links = Tuple[List[int], List[int], List[int], List[float]]
+# each kept candidate's best antecedents and their scores, best first (only
+# the real ones: none after the first missing antecedent)
+Choices = Tuple[List[List[int]], List[List[float]]]
+# a memory log: "entity" [T], "overwrite", "coref", "usage" [T, N], float32
+MemoryLog = Dict[str, numpy.ndarray]
+
+
+@dataclass(frozen=True)
+class S2EPrediction:
+    """One document's s2e prediction (S2EHead.prediction).
+
+    links (Optional[Links]): the kept candidates and each one's best
+        antecedent with its score; None for a document without tokens, and
+        while training.
+    choices (Optional[Choices]): each kept candidate's best few antecedents
+        (ANTECEDENT_CHOICES), best first, so that a decoding rule that rules
+        the best out takes the next; None: the best alone (links).
+    """
+
+    links: Optional[Links] = None
+    choices: Optional[Choices] = None
+
+
+@dataclass(frozen=True)
+class LogDecoding:
+    """The settings the head decoded its memory log with
+    (decoders.petra.decode_clusters), so that the decoder can decode it again
+    under a Doc's rules.
+
+    threshold (float): the entity probability a token needs to be in a mention.
+    min_mentions (int): entities with fewer mentions are dropped.
+    """
+
+    threshold: float
+    min_mentions: int
+
+
+@dataclass(frozen=True)
+class PeTraPrediction:
+    """One document's PeTra prediction (PeTraHead).
+
+    clusters (Clusters): the clusters the head decoded from the memory log
+        (no decoding rules); [] while training.
+    memory_log (Optional[MemoryLog]): the memory log, numpy float32 arrays;
+        None while training.
+    decoding (Optional[LogDecoding]): the settings `clusters` were decoded
+        with; None where the log is not to be decoded again (an empty
+        document, training).
+    gap (Optional[Tuple[float, float]]): for a GAP document, the link
+        probabilities (paper Eq. 9) of A and of B with the pronoun; None
+        for other documents.
+    """
+
+    clusters: Clusters = field(default_factory=list)
+    memory_log: Optional[MemoryLog] = None
+    decoding: Optional[LogDecoding] = None
+    gap: Optional[Tuple[float, float]] = None
+
+
+# what a coreference model returns a document
+Prediction = Union[S2EPrediction, PeTraPrediction]
