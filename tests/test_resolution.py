@@ -18,12 +18,11 @@ from spacy_memcoref.resolution import (
     PRONOUNS,
     SINGULAR_FORMS,
     SUBJECT_OBJECT,
-    _agreeing_verb,
-    _head_part,
-    _is_plural,
     representative_name,
     representative_of,
 )
+from spacy_memcoref.resolution.agreement import _agreeing_verb, _is_plural
+from spacy_memcoref.resolution.naming import _head_part
 
 from conftest import s2e_config
 
