@@ -14,7 +14,7 @@ import typer.core
 
 from .doc_helpers.clusters import CLUSTER_PREFIX
 from .errors import AnnotateError, DataFormatError, shorten
-from .loading import load_pipeline
+from .loading import ResolvedModel, load_pipeline, resolve_model
 from .pretrained import DEFAULT_MODEL
 
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
@@ -407,28 +407,25 @@ def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
     return list(_pipe_all(nlp, docs, batch_size))
 
 
-def _model_input(model: str) -> Optional[Path]:
+def _model_input(model: ResolvedModel) -> Optional[Path]:
     """The folder a model argument reads (as given when it is a path; a
     package's or shipped model's folder), for the output checks."""
-    from .loading import resolve_model
-
-    return Path(model) if Path(model).exists() else resolve_model(model).path
+    return Path(model.model) if model.given_path else model.folder
 
 
-def _output_path(model: str, output: Optional[Path], inputs: List[Optional[Path]]) -> Path:
+def _output_path(model: ResolvedModel, output: Optional[Path], inputs: List[Optional[Path]]) -> Path:
     """Where a tuning command saves the pipeline: --output, else MODEL in
     place; checked (tuning.save.check_pipeline_output) before anything is
     loaded or computed. `inputs`: the command's other inputs."""
-    from .loading import resolve_model
     from .tuning.save import check_pipeline_output
 
     if output is not None:
         return check_pipeline_output(output, [_model_input(model), *inputs])
-    if resolve_model(model).shipped:
-        raise ValueError(f"{model} is a shipped model (its stored form, not a pipeline folder to save in place): give --output")
-    if Path(model).is_dir():
-        return check_pipeline_output(Path(model), inputs)
-    raise ValueError(f"{model!r} is not a directory: give --output to save the pipeline")
+    if model.shipped:
+        raise ValueError(f"{model.model} is a shipped model (its stored form, not a pipeline folder to save in place): give --output")
+    if Path(model.model).is_dir():
+        return check_pipeline_output(Path(model.model), inputs)
+    raise ValueError(f"{model.model!r} is not a directory: give --output to save the pipeline")
 
 
 @app.command(
@@ -505,8 +502,9 @@ def tune_gap_threshold_cmd(
 
     _check_count("--batch-size", batch_size)
     try:
-        out_path = _output_path(model, output, [input_path])
-        nlp = load_pipeline(model, gpu_id)
+        resolved = resolve_model(model)
+        out_path = _output_path(resolved, output, [input_path])
+        nlp = load_pipeline(resolved, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
         docs = read_docbin(input_path, nlp.vocab)
         annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
@@ -574,9 +572,11 @@ def tune_link_threshold_cmd(
             raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
         if also and any(Path(c).resolve() == output.resolve() for c in [model, *also]):
             raise ValueError(f"--output {output} is one of the checkpoints compared: save elsewhere")
-        out_path = _output_path(model, output, [input_path, *(_model_input(c) for c in also)])
-        for candidate in [model, *also]:
-            nlp = load_pipeline(candidate, gpu_id)
+        candidates = [resolve_model(c) for c in [model, *also]]
+        out_path = _output_path(candidates[0], output, [input_path, *(_model_input(c) for c in candidates[1:])])
+        for resolved in candidates:
+            candidate = resolved.model
+            nlp = load_pipeline(resolved, gpu_id)
             names = [name for name, _ in coref_components(nlp)]
             name = component or (names[0] if names else None)
             if name is None or name not in nlp.pipe_names:
@@ -640,8 +640,9 @@ def count_people_cmd(
     if dev_path is not None and dev_fraction is not None:
         raise _fail(ValueError("give --dev or --dev-fraction, not both"))
     try:
+        resolved = resolve_model(model)
         if output is not None:
-            check_pipeline_output(output, [_model_input(model), input_path, dev_path])
+            check_pipeline_output(output, [_model_input(resolved), input_path, dev_path])
         rows = read_people_tsv(input_path)
         dev_rows = read_people_tsv(dev_path) if dev_path is not None else []
         if dev_fraction is not None:
@@ -649,7 +650,7 @@ def count_people_cmd(
                 raise DataFormatError(input_path, None, "--dev-fraction needs at least 2 rows")
             n_dev = max(1, min(len(rows) - 1, int(round(dev_fraction * len(rows)))))
             dev_rows, rows = rows[:n_dev], rows[n_dev:]
-        nlp = load_pipeline(model, gpu_id)
+        nlp = load_pipeline(resolved, gpu_id)
         name, pipe = _petra_pipe(nlp, component)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
@@ -824,8 +825,9 @@ def quantize_cmd(
     from .tuning.save import check_pipeline_output, pipeline_output_dir
 
     try:
-        check_pipeline_output(output, [_model_input(model)])
-        nlp = load_pipeline(model)
+        resolved = resolve_model(model)
+        check_pipeline_output(output, [_model_input(resolved)])
+        nlp = load_pipeline(resolved)
         counts = _quantize_pipeline(nlp, model)
         nlp.meta["memcoref_int8"] = {"linear_layers": counts, "scheme": "dynamic, per-channel qint8 weights"}
         with pipeline_output_dir(output) as tmp:

@@ -8,9 +8,9 @@ its folder), for the loader, annotate and pretrained alike.
 spaCy is imported by the functions, torch only when threads are asked for:
 the CLI imports this module for every command.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .errors import ModelLoadError, shorten
 
@@ -70,30 +70,45 @@ def file_being_read(err: BaseException) -> Optional[Path]:
 @dataclass(frozen=True)
 class ResolvedModel:
     """What a model argument (a folder, an installed package's name, or the
-    name of a model shipped with this package) names: the one answer that
-    the loader, annotate's checks and its output identity share.
+    name of a model shipped with this package) names, worked out once by
+    resolve_model and handed on: to the loader (load_pipeline takes it in
+    place of the name), to annotate's checks, its output identity and its
+    workers (it pickles: local processes and Ray actors get it as it is).
 
-    model (str): what the user gave.
-    path (Optional[Path]): the model's folder (absolute; an installed
+    model (str): what the user gave (named in messages; what spacy.load is
+        given for a folder or a package).
+    folder (Optional[Path]): the model's folder (absolute; an installed
         package's data folder); None when `model` names nothing found.
-    shipped (bool): a shipped model in its stored form (config.cfg,
-        weights.safetensors, meta.json; spacy_memcoref.pretrained), loaded
-        by pretrained.load whether named or given as a folder.
-    name (Optional[str]): the shipped model's name, else None.
-    package (bool): an installed pipeline package.
     meta (Dict[str, Any]): its meta.json ({} when unreadable or none).
     identity (str): how annotate's manifest names it: a model of this
         package by its name (however it was given), a folder by its
         absolute path, a package or anything else as given.
+    span_prefixes (Optional[Tuple[str, ...]]): the span_cluster_prefix of
+        each enabled memcoref component (from its config.cfg), in pipeline
+        order: where the pipeline writes clusters; None when the config
+        cannot be read (then nothing is known).
+    name (Optional[str]): a shipped model's name, else None.
+    shipped (bool): a shipped model in its stored form (config.cfg,
+        weights.safetensors, meta.json; spacy_memcoref.pretrained), loaded
+        by pretrained.load_stored whether named or given as a folder.
+    package (bool): an installed pipeline package.
+    given_path (bool): `model` is an existing path (a path wins over a name).
     """
 
     model: str
-    path: Optional[Path]
-    shipped: bool = False
-    name: Optional[str] = None
-    package: bool = False
+    folder: Optional[Path]
     meta: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     identity: str = ""
+    span_prefixes: Optional[Tuple[str, ...]] = None
+    name: Optional[str] = None
+    shipped: bool = False
+    package: bool = False
+    given_path: bool = False
+
+    def with_absolute_path(self) -> "ResolvedModel":
+        """The record with a path given made absolute, for workers that may
+        run in another folder or on another node (Ray); a name stays."""
+        return replace(self, model=str(self.folder)) if self.given_path else self
 
 
 def resolve_model(model: Any) -> ResolvedModel:
@@ -102,24 +117,29 @@ def resolve_model(model: Any) -> ResolvedModel:
     any other path is a spaCy pipeline folder, or what spacy.load makes of
     it); else the name of a model shipped with this package; else an
     installed pipeline package. Nothing is loaded and nothing is raised:
-    a model found nowhere has path None.
+    a model found nowhere has folder None.
 
-    model (Any): a path, a package name or a shipped model's name (str or Path).
+    model (Any): a path, a package name or a shipped model's name (str or
+        Path), or a ResolvedModel (returned as it is).
     RETURNS (ResolvedModel): the folder, whether it is a shipped model, its
-        meta and the identity annotate writes.
+        meta, the identity annotate writes and the prefixes of its clusters.
     """
+    if isinstance(model, ResolvedModel):
+        return model
     from . import pretrained
 
     text = str(model)
+    given_path = Path(text).exists()
     shipped = pretrained.find_shipped(text)
     if shipped is not None:
         folder, name, meta = shipped
         own = folder.parent == pretrained.PRETRAINED_DIR.resolve()
-        return ResolvedModel(text, folder, True, name, False, meta, name if own and name else str(folder))
-    path = Path(text)
-    if path.exists():
-        folder = path.resolve()
-        return ResolvedModel(text, folder, meta=pretrained.read_json(folder / "meta.json") if folder.is_dir() else {}, identity=str(folder))
+        identity = name if own and name else str(folder)
+        return ResolvedModel(text, folder, meta, identity, _config_prefixes(folder), name, True, given_path=given_path)
+    if given_path:
+        folder = Path(text).resolve()
+        meta = pretrained.read_json(folder / "meta.json") if folder.is_dir() else {}
+        return ResolvedModel(text, folder, meta, str(folder), _config_prefixes(folder), given_path=True)
     try:
         from spacy.util import get_package_path, is_package
 
@@ -128,32 +148,50 @@ def resolve_model(model: Any) -> ResolvedModel:
             found = sorted(package.glob("*/config.cfg"))
             folder = found[0].parent if found else package
             meta_path = folder / "meta.json" if (folder / "meta.json").exists() else package / "meta.json"
-            return ResolvedModel(text, folder, package=True, meta=pretrained.read_json(meta_path), identity=text)
+            return ResolvedModel(text, folder, pretrained.read_json(meta_path), text, _config_prefixes(folder), package=True)
     except Exception:  # not an installed package: spacy.load will say so
         pass
     return ResolvedModel(text, None, identity=text)
 
 
-def shipped_model_dir(model: str) -> Optional[Path]:
-    """The folder of the model shipped with this package that `model` names
-    (resolve_model's rule): None when a path `model` exists (the path
-    wins) or no shipped model has that name.
-
-    model (str): what the user gave as the pipeline.
-    RETURNS (Optional[Path]): the shipped model's folder, or None.
-    """
-    if Path(model).exists():
+def _config_prefixes(folder: Path) -> Optional[Tuple[str, ...]]:
+    """The span_cluster_prefix of each enabled memcoref component of the
+    pipeline in `folder` (its config.cfg, interpolated where it can be), in
+    pipeline order; None when there is no config.cfg or it cannot be read."""
+    if not (folder / "config.cfg").is_file():
         return None
-    resolved = resolve_model(model)
-    return resolved.path if resolved.shipped else None
+    from thinc.api import Config
+
+    from .doc_helpers.clusters import CLUSTER_PREFIX
+    from .pipeline.coref_component import COREF_FACTORIES
+
+    try:
+        config = Config().from_disk(folder / "config.cfg", interpolate=False)
+        try:
+            config = config.interpolate()  # a prefix given as ${vars...}
+        except Exception:
+            pass
+    except Exception:
+        return None
+    nlp_block = config.get("nlp", {})
+    disabled = set(nlp_block.get("disabled", []) or [])
+    prefixes: List[str] = []
+    for name in nlp_block.get("pipeline", []):
+        block = config.get("components", {}).get(name, {})
+        if name not in disabled and block.get("factory") in COREF_FACTORIES:
+            prefix = str(block.get("span_cluster_prefix", CLUSTER_PREFIX))
+            if prefix not in prefixes:
+                prefixes.append(prefix)
+    return tuple(prefixes)
 
 
-def load_pipeline(model: str, gpu_id: Optional[int] = -1, *, threads: Optional[int] = None):
+def load_pipeline(model: Union[str, ResolvedModel], gpu_id: Optional[int] = -1, *, threads: Optional[int] = None):
     """spacy.load(model) on the GPU `gpu_id` (-1: CPU), with errors a user can act on.
 
-    model (str): a package name, a directory, or a model shipped with this
-        package, by its name ("s2e-ontogum", "petra-gap"; a path of that
-        name wins) or its folder (resolve_model).
+    model (Union[str, ResolvedModel]): a package name, a directory, or a
+        model shipped with this package, by its name ("s2e-ontogum",
+        "petra-gap"; a path of that name wins) or its folder; or what
+        resolve_model made of one (then it is not worked out again).
     gpu_id (Optional[int]): the GPU, or -1 (None: -1).
     threads (Optional[int]): torch's CPU threads (None or 0: torch's default),
         set before the pipeline is loaded.
@@ -165,16 +203,18 @@ def load_pipeline(model: str, gpu_id: Optional[int] = -1, *, threads: Optional[i
     """
     import spacy
 
+    resolved = resolve_model(model)
     set_torch_threads(threads)
     use_gpu(gpu_id)
-    if resolve_model(model).shipped:  # by name or as its folder
+    if resolved.shipped:  # by name or as its folder
         from . import pretrained
 
-        return pretrained.load(model)
+        return pretrained.load_stored(resolved.folder, resolved.meta)
+    model = resolved.model
     try:
         return spacy.load(model)
     except Exception as err:
-        if isinstance(err, OSError) and not Path(model).exists():
+        if isinstance(err, OSError) and not resolved.given_path:
             raise  # spaCy's own "can't find model" message says it well
         where = file_being_read(err) or Path(model)
         reason = " ".join(str(err).split()) or type(err).__name__

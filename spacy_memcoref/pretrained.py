@@ -110,11 +110,20 @@ def model_dir(name_or_path: Union[str, Path]) -> Path:
 
 def info(name_or_path: Union[str, Path]) -> Dict[str, Any]:
     """RETURNS (Dict[str, Any]): the meta.json of a shipped model."""
-    folder = model_dir(name_or_path)
+    return _stored_meta(model_dir(name_or_path))
+
+
+def _stored_meta(folder: Path) -> Dict[str, Any]:
+    """The meta.json of the model in `folder`, checked to be of the stored form."""
     meta = json.loads((folder / META_FILE).read_text(encoding="utf8"))
+    _check_format(folder, meta)
+    return meta
+
+
+def _check_format(folder: Path, meta: Dict[str, Any]) -> None:
+    """RAISES PretrainedError: meta.json is not of the stored form."""
     if meta.get("format") != FORMAT:
         raise PretrainedError(f"{folder / META_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}")
-    return meta
 
 
 
@@ -220,14 +229,28 @@ def load(name_or_path: Union[str, Path] = DEFAULT_MODEL, *, encoder: Optional[Un
         (naming the file), a base encoder other than the one trained on, or
         none found (EncoderNotFound: one line that says how to get it).
     """
+    folder = model_dir(name_or_path)
+    return load_stored(folder, _stored_meta(folder), encoder=encoder)
+
+
+def load_stored(folder: Path, meta: Dict[str, Any], *, encoder: Optional[Union[str, Path]] = None) -> Language:
+    """`load` of a shipped model already found (loading.resolve_model's
+    folder and meta): nothing is looked up by name again.
+
+    folder (Path): the model's folder (config.cfg, weights.safetensors, meta.json).
+    meta (Dict[str, Any]): its meta.json.
+    encoder (Optional[Union[str, Path]]): as for `load`.
+    RETURNS (Language): the pipeline.
+    RAISES PretrainedError: as `load`.
+    """
     import torch
     from spacy import util
 
     from . import encoder_source
     from .models.encoder.encoder import embedded_encoder_path
 
-    folder = model_dir(name_or_path)
-    meta = info(folder)
+    folder = Path(folder)
+    _check_format(folder, meta)
     check_files(folder, meta)
     base = meta["base_encoder"]
     config = util.load_config(folder / CONFIG_FILE)

@@ -386,9 +386,10 @@ def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch)
     from spacy_memcoref.loading import resolve_model  # the one rule they share
 
     resolved = resolve_model(str(folder))
-    assert resolved.shipped and resolved.name == "s2e-ontogum" and resolved.path == folder.resolve()
+    assert resolved.shipped and resolved.name == "s2e-ontogum" and resolved.folder == folder.resolve()
     named = resolve_model("s2e-ontogum")
-    assert (named.path, named.shipped, named.name, named.identity) == (resolved.path, True, "s2e-ontogum", resolved.identity)
+    assert (named.folder, named.shipped, named.name, named.identity) == (resolved.folder, True, "s2e-ontogum", resolved.identity)
+    assert named.span_prefixes == resolved.span_prefixes == ("coref_clusters",)
     # the loaders take the path too, and give the same clusters
     texts = TEXTS[:1]
     for nlp in (load_pipeline(str(folder)), spacy_memcoref.load(str(folder))):

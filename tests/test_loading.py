@@ -186,20 +186,50 @@ def shipped(tmp_path, monkeypatch):
 
 def test_a_shipped_name_loads_the_shipped_model_and_a_path_of_that_name_wins(shipped, monkeypatch):
     calls = []
-    monkeypatch.setattr(pretrained, "load", lambda name: calls.append(name) or "the shipped pipeline")
-    assert loading.shipped_model_dir("tiny-shipped") == shipped
-    assert loading.load_pipeline("tiny-shipped") == "the shipped pipeline" and calls == ["tiny-shipped"]
-    assert loading.shipped_model_dir("en_core_web_nope") is None
+    monkeypatch.setattr(pretrained, "load_stored", lambda folder, meta: calls.append(folder) or "the shipped pipeline")
+    resolved = loading.resolve_model("tiny-shipped")
+    assert resolved.shipped and resolved.folder == shipped.resolve() and not resolved.given_path
+    assert loading.load_pipeline("tiny-shipped") == "the shipped pipeline" and calls == [shipped.resolve()]
+    assert not loading.resolve_model("en_core_web_nope").shipped
     # annotate finds it too (it used to refuse every name that was not a folder or package)
-    assert check_model("tiny-shipped") == shipped
-    identity = model_identity("tiny-shipped")
+    check_model(resolved)
+    identity = model_identity(resolved)
     assert identity["model"] == "tiny-shipped" and len(identity["fingerprint"]) == 40
     # a folder of that name in the working directory is what the user means
     Path("tiny-shipped").mkdir()
-    assert loading.shipped_model_dir("tiny-shipped") is None
+    assert not loading.resolve_model("tiny-shipped").shipped
     with pytest.raises(ValueError):
         loading.load_pipeline("tiny-shipped")
-    assert calls == ["tiny-shipped"]
+    assert calls == [shipped.resolve()]
+
+
+@pytest.mark.filterwarnings("ignore::spacy_memcoref.pipeline.coref_component.UntrainedWarning")
+def test_a_model_is_worked_out_once_and_handed_on(saved, monkeypatch, tmp_path):
+    """Issue 64, item 1: annotate resolves the model once (resolve_model's
+    record: folder, meta, identity, span prefixes) and hands the record to
+    its output identity and its workers; load_pipeline takes the record
+    without working it out again."""
+    import pickle
+
+    from spacy_memcoref.annotate import runner
+
+    resolved = loading.resolve_model(str(saved))
+    assert resolved.folder == saved.resolve() and resolved.given_path and not resolved.shipped
+    assert resolved.span_prefixes == ("coref_clusters",) and resolved.identity == str(saved.resolve())
+    assert loading.resolve_model(resolved) is resolved
+    assert pickle.loads(pickle.dumps(resolved)) == resolved  # for the pool's and Ray's workers
+    calls = []
+    real = loading.resolve_model
+    monkeypatch.setattr(loading, "resolve_model", lambda model: calls.append(model) or real(model))
+    monkeypatch.setattr(runner, "resolve_model", loading.resolve_model)
+    corpus = _jsonl(tmp_path / "corpus.jsonl", ["Alice met Bob.", "It rained."])
+    runner.annotate_corpus(str(saved), corpus, tmp_path / "out", progress=False)
+    assert calls == [str(saved), resolved]  # the runner's, then the worker's load_pipeline handed the record
+    # no folder, no pipeline: a clear error, before anything is made
+    with pytest.raises(ValueError, match="cannot find the pipeline 'no-such-pipeline'"):
+        check_model(real("no-such-pipeline"))
+    with pytest.raises(ValueError, match="is not a spaCy pipeline folder"):
+        check_model(real(str(corpus)))
 
 
 # ----- one errors module, one LOG_KEYS, registered names that resolve --------------------

@@ -14,10 +14,10 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Union
 
 from ..errors import AnnotateError
-from ..loading import load_pipeline
+from ..loading import ResolvedModel, load_pipeline
 from .inputs import ShardPlan
 from .results import ShardResult
 from .worker import annotate_shard
@@ -39,7 +39,7 @@ def default_threads(n_process: int) -> Optional[int]:
 
 def run_inline(
     plans: Iterable[ShardPlan],
-    model: str,
+    model: Union[str, ResolvedModel],
     options: Dict[str, Any],
     *,
     gpu_id: int = -1,
@@ -47,7 +47,8 @@ def run_inline(
     on_docs: Optional[Callable[[int, int], None]] = None,
     on_ready: Optional[Callable[[], None]] = None,
 ) -> Iterator[ShardResult]:
-    """Annotate shards one after another in this process, in order."""
+    """Annotate shards one after another in this process, in order.
+    model: the pipeline (loading.resolve_model's record, or a name)."""
     nlp = load_pipeline(model, gpu_id=gpu_id, threads=threads)
     if on_ready is not None:
         on_ready()
@@ -99,7 +100,7 @@ def die_with_parent(parent_pid: int, *, poll_s: float = PARENT_POLL_S) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid, poll_s), name="memcoref-watch-parent", daemon=True).start()
 
 
-def _init_worker(model: str, gpu_id: int, threads: Optional[int], options: Dict[str, Any], parent_pid: Optional[int] = None) -> None:
+def _init_worker(model: Union[str, ResolvedModel], gpu_id: int, threads: Optional[int], options: Dict[str, Any], parent_pid: Optional[int] = None) -> None:
     if parent_pid is not None:
         die_with_parent(parent_pid)
     _WORKER["options"] = options
@@ -128,7 +129,7 @@ def _work(plan: Dict[str, Any]) -> ShardResult:
 
 def run_pool(
     plans: Iterable[ShardPlan],
-    model: str,
+    model: Union[str, ResolvedModel],
     options: Dict[str, Any],
     *,
     n_process: int,
@@ -136,9 +137,10 @@ def run_pool(
     threads: Optional[int] = None,
     max_restarts: int = MAX_POOL_RESTARTS,
 ) -> Iterator[ShardResult]:
-    """Annotate shards in n_process worker processes; results come as shards
-    finish (not in order). At most 2 * n_process shards are in flight, so
-    memory does not grow with the corpus."""
+    """Annotate shards in n_process worker processes (each gets `model`,
+    resolve_model's record, pickled); results come as shards finish (not
+    in order). At most 2 * n_process shards are in flight, so memory does
+    not grow with the corpus."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # fork and torch's threads do not mix

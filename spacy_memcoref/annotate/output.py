@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from ..loading import resolve_model
+from ..loading import ResolvedModel
 from ..util import atomic_output
 from .results import COUNTS, ShardResult
 
@@ -35,16 +35,19 @@ def shard_name(index: int, suffix: str) -> str:
     return f"shard-{index:06d}.{suffix}"
 
 
-def model_identity(model: str) -> Dict[str, Any]:
+def model_identity(resolved: ResolvedModel) -> Dict[str, Any]:
     """What identifies a pipeline for resume: loading.resolve_model's
     identity (a folder's absolute path, a package's name, a shipped model's
     name, whether named or given as its folder), its meta name and version,
     and, for a folder or shipped model, a fingerprint of its files (names,
-    sizes, modification times)."""
-    resolved = resolve_model(model)
+    sizes, modification times).
+
+    resolved (ResolvedModel): the model, as resolve_model found it.
+    RETURNS (Dict[str, Any]): the manifest's "model" entry.
+    """
     info: Dict[str, Any] = {"model": resolved.identity}
-    if resolved.path is not None and resolved.path.is_dir() and not resolved.package:
-        path = resolved.path
+    if resolved.folder is not None and resolved.folder.is_dir() and not resolved.package:
+        path = resolved.folder
         digest = hashlib.sha1()
         for root, dirs, files in os.walk(path):
             dirs.sort()

@@ -23,10 +23,10 @@ import logging
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 from ..errors import AnnotateError
-from ..loading import load_pipeline
+from ..loading import ResolvedModel, load_pipeline
 from .inputs import ShardPlan
 from .results import ShardResult
 from .worker import annotate_shard, choose_prefix, coref_prefixes, doc_record
@@ -69,9 +69,10 @@ def _gpu_for_actor(use_gpu: Optional[bool]) -> int:
 class ShardAnnotator:
     """map_batches callable for `annotate --engine ray`: each row of a batch is
     a pickled ShardPlan; each output row is the pickled ShardResult of the
-    shard (its file contents and counts)."""
+    shard (its file contents and counts). model: resolve_model's record
+    (or a name), resolved once in the driver."""
 
-    def __init__(self, model: str, options: Dict[str, Any], threads: Optional[int] = None, use_gpu: Optional[bool] = None) -> None:
+    def __init__(self, model: Union[str, ResolvedModel], options: Dict[str, Any], threads: Optional[int] = None, use_gpu: Optional[bool] = None) -> None:
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
         self.options = options
 
@@ -111,7 +112,7 @@ def ensure_ray(address: Optional[str] = None, *, num_cpus: Optional[int] = None)
 
 def run_ray(
     plans: List[ShardPlan],
-    model: str,
+    model: Union[str, ResolvedModel],
     options: Dict[str, Any],
     *,
     workers: Optional[int] = None,
@@ -121,6 +122,9 @@ def run_ray(
     log: Optional[Callable[[str], None]] = None,
 ) -> Iterator[ShardResult]:
     """Annotate the shards on Ray; results come as shards finish.
+
+    model (Union[str, ResolvedModel]): the pipeline, as resolve_model found
+        it (it pickles to every actor), or a name.
 
     workers (Optional[int]): actors; None: as many as the cluster's CPUs (or
         GPUs, with gpus_per_worker) allow.

@@ -13,9 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
-from ..doc_helpers.clusters import CLUSTER_PREFIX
 from ..errors import DataFormatError, Terminated
-from ..loading import resolve_model, use_gpu
+from ..loading import ResolvedModel, resolve_model, use_gpu
 from . import _faults
 from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
 from .output import OutputDir, model_identity
@@ -117,53 +116,21 @@ class AnnotateSummary:
         return data
 
 
-def check_model(model: str) -> Optional[Path]:
-    """The folder of a pipeline (a directory, an installed package's data
-    folder, or the folder of a model shipped with this package, named or
-    given as a path: loading.resolve_model, as loading.load_pipeline finds
-    them), or raise a clear error when there is none."""
-    resolved = resolve_model(model)
-    if Path(model).exists():
-        if not (resolved.path.is_dir() and (resolved.path / "config.cfg").exists()):
+def check_model(resolved: ResolvedModel) -> None:
+    """Raise a clear error when the model (loading.resolve_model's record)
+    is no pipeline: a path given that is not a pipeline folder, or a name
+    that is neither an installed package nor a model shipped with
+    spacy_memcoref."""
+    model = resolved.model
+    if resolved.given_path:
+        if not (resolved.folder.is_dir() and (resolved.folder / "config.cfg").exists()):
             raise ValueError(f"{model} is not a spaCy pipeline folder (no config.cfg in it)")
-        return resolved.path
-    if resolved.path is not None:
-        return resolved.path
-    raise ValueError(
-        f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package, "
-        "nor a model shipped with spacy_memcoref (python -m spacy_memcoref info lists them)"
-    )
-
-
-def pipeline_prefixes(model_dir: Optional[Path]) -> Optional[List[str]]:
-    """The span_cluster_prefix of each enabled memcoref component of the
-    pipeline (from its config.cfg), in pipeline order: the prefixes under
-    which it writes clusters. None when the config cannot be read (then
-    nothing is known)."""
-    if model_dir is None or not (model_dir / "config.cfg").exists():
-        return None
-    from thinc.api import Config
-
-    from ..pipeline.coref_component import COREF_FACTORIES
-
-    try:
-        config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
-        try:
-            config = config.interpolate()  # a prefix given as ${vars...}
-        except Exception:
-            pass
-    except Exception:
-        return None
-    nlp_block = config.get("nlp", {})
-    disabled = set(nlp_block.get("disabled", []) or [])
-    prefixes: List[str] = []
-    for name in nlp_block.get("pipeline", []):
-        block = config.get("components", {}).get(name, {})
-        if name not in disabled and block.get("factory") in COREF_FACTORIES:
-            prefix = str(block.get("span_cluster_prefix", CLUSTER_PREFIX))
-            if prefix not in prefixes:
-                prefixes.append(prefix)
-    return prefixes
+        return
+    if resolved.folder is None:
+        raise ValueError(
+            f"cannot find the pipeline {model!r}: not a folder with config.cfg, nor an installed pipeline package, "
+            "nor a model shipped with spacy_memcoref (python -m spacy_memcoref info lists them)"
+        )
 
 
 def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:
@@ -360,11 +327,11 @@ def _check_arguments(
 
 
 class _Job(NamedTuple):
-    """What a run annotates and how: the model (a folder resolved to an
-    absolute path), the input, the identity of the output (for resume) and
-    the options of the workers (annotate_shard)."""
+    """What a run annotates and how: the model (resolved once, a path made
+    absolute), the input, the identity of the output (for resume) and the
+    options of the workers (annotate_shard)."""
 
-    model: str
+    model: ResolvedModel
     spec: InputSpec
     identity: Dict[str, Any]
     options: Dict[str, Any]
@@ -388,11 +355,12 @@ def _prepare(
     die_once: Optional[_faults.DieOnce] = None,
     stall: Optional[_faults.Stall] = None,
 ) -> _Job:
-    """Find the pipeline and the input (or raise a clear error)."""
-    model_dir = check_model(model)
-    if Path(model).exists():
-        model = str(Path(model).resolve())  # workers (Ray's too) may run elsewhere than in this folder
-    prefix = choose_prefix(prefix, pipeline_prefixes(model_dir), model)
+    """Find the pipeline (worked out here, once, and handed to the output's
+    identity and the workers) and the input (or raise a clear error)."""
+    found = resolve_model(model)
+    check_model(found)
+    found = found.with_absolute_path()  # workers (Ray's too) may run elsewhere than in this folder
+    prefix = choose_prefix(prefix, found.span_prefixes, found.model)
     spec = resolve_input(input_path, input_format, output_dir=output_dir)
     identity = {
         "input": spec.path,
@@ -404,7 +372,7 @@ def _prepare(
         "formats": formats,
         "prefix": prefix,
         "resolved": resolved,
-        "model": model_identity(model),
+        "model": model_identity(found),
     }
     options = {
         "text_field": text_field,
@@ -420,7 +388,7 @@ def _prepare(
         options[_faults.DIE_ONCE] = die_once
     if stall is not None:  # tests only
         options[_faults.STALL] = stall
-    return _Job(model, spec, identity, options)
+    return _Job(found, spec, identity, options)
 
 
 def _no_documents(spec: InputSpec) -> DataFormatError:
@@ -506,7 +474,7 @@ class _PendingShards:
 def _start_engine(
     opts: _EngineOptions,
     pending: _PendingShards,
-    model: str,
+    model: ResolvedModel,
     options: Dict[str, Any],
     *,
     summary: AnnotateSummary,

@@ -193,8 +193,8 @@ def choose_prefix(prefix: Optional[str], written: Optional[Sequence[str]], model
 
     prefix (Optional[str]): --prefix, or None.
     written (Optional[Sequence[str]]): the prefixes the pipeline writes
-        (runner.pipeline_prefixes or coref_prefixes; None or empty:
-        unknown).
+        (loading.ResolvedModel.span_prefixes or coref_prefixes; None or
+        empty: unknown).
     model (str): the pipeline, for the message.
     RETURNS (str): the prefix.
     RAISES ValueError: the pipeline writes no clusters under `prefix`.
