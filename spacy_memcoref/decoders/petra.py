@@ -19,7 +19,7 @@ component hands them over with `PeTraDecoder.configure`. A setting that is
 not given is not applied: no calibration, no stored threshold (readers then
 use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
 """
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -62,7 +62,8 @@ def people_count(overwrite: numpy.ndarray, alpha: float) -> int:
 
 
 class PeTraDecoder:
-    """PeTra's decisions on a prediction's probabilities.
+    """PeTra's decisions on a prediction's probabilities (a
+    decoders.protocol.Decoder of PeTraPrediction).
 
     gap_threshold (Optional[float]): GAP decision threshold (None: none stored).
     gap_calibration (Optional[Sequence[float]]): [scale, shift] (None: raw).
@@ -71,7 +72,7 @@ class PeTraDecoder:
 
     # the settings chosen after training, kept in the component's cfg and
     # config block (the memcoref_petra factory's arguments)
-    COMPONENT_SETTINGS: Tuple[str, ...] = ("gap_threshold", "gap_calibration", PEOPLE_ALPHA_KEY)
+    COMPONENT_SETTINGS: ClassVar[Tuple[str, ...]] = ("gap_threshold", "gap_calibration", PEOPLE_ALPHA_KEY)
 
     def __init__(
         self,

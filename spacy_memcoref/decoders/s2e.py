@@ -16,7 +16,7 @@ cannot corefer in one cluster is not made; the candidate then takes its
 next-best antecedent above the threshold (``S2EPrediction.choices``, the
 head's best few, best first), in text order.
 """
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -106,7 +106,8 @@ def constrained_clusters(links: Links, choices: Optional[Choices], threshold: fl
 
 
 class S2EDecoder:
-    """s2e's decisions: the link threshold.
+    """s2e's decisions: the link threshold (a decoders.protocol.Decoder of
+    S2EPrediction).
 
     link_threshold (float): link a mention to its best antecedent when the
         pair scores above this: the builder's `link_threshold`, the value
@@ -116,7 +117,7 @@ class S2EDecoder:
 
     # the settings chosen after training, kept in the component's cfg and
     # config block (the memcoref factory's arguments)
-    COMPONENT_SETTINGS: Tuple[str, ...] = ("link_threshold",)
+    COMPONENT_SETTINGS: ClassVar[Tuple[str, ...]] = ("link_threshold",)
 
     def __init__(self, link_threshold: float) -> None:
         self.link_threshold = check_link_threshold(link_threshold)

@@ -21,6 +21,7 @@ from spacy.training import Example
 from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from ..decoders.protocol import Decoder
 from . import after_fork  # noqa: F401 (nlp.pipe(n_process=k) forks: one torch thread in the children)
 from .averaged_params import use_averaged_params
 from .encoder.encoder import encode_for_inference
@@ -94,7 +95,7 @@ def build_coref_model(
     make_head_input: MakeHeadInput,
     *,
     make_gold: MakeGold,
-    decoder: Any,
+    decoder: Decoder[Any],
     lr_scale: float = 1.0,
 ) -> Model[CorefInput, CorefOutput]:
     """Chain an encoder and a torch head into one Thinc model.
@@ -104,8 +105,8 @@ def build_coref_model(
     head (torch.nn.Module): forward(inputs, golds) -> (loss or None, predictions).
     make_head_input (MakeHeadInput): builds the head's input for one document.
     make_gold (MakeGold): the component's gold hook (attrs["make_gold"]).
-    decoder (Any): the model's decoder (attrs["decoder"]; decoders.s2e,
-        decoders.petra).
+    decoder (Decoder[Any]): the model's decoder (attrs["decoder"]; a
+        decoders.protocol.Decoder: decoders.s2e, decoders.petra).
     lr_scale (float): learning-rate multiplier for the head's parameters.
     RETURNS (Model[CorefInput, CorefOutput]): the model.
     """

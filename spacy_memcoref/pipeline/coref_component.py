@@ -29,6 +29,7 @@ from ..doc_helpers import memory_log  # noqa: F401 (registers doc._.memory_log, 
 from ..decoders.calibration import CLASS_WEIGHT_SHIFT
 from ..decoders.petra import DEFAULT_GAP_THRESHOLD
 from ..decoders.predictions import Prediction
+from ..decoders.protocol import Decoder
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
@@ -282,12 +283,13 @@ class CorefComponent(TrainablePipe):
         return hook
 
     @property
-    def decoder(self) -> Any:
+    def decoder(self) -> Decoder[Any]:
         """The model's decoder (decoders.s2e.S2EDecoder,
-        decoders.petra.PeTraDecoder), which takes the decisions on a
+        decoders.petra.PeTraDecoder: a decoders.protocol.Decoder of the
+        model's predictions), which takes the decisions on a
         prediction, configured with the settings the cfg holds now (a loaded
         cfg, a tuned one)."""
-        decoder = self._hook("decoder")
+        decoder: Decoder[Any] = self._hook("decoder")
         decoder.configure({key: self.cfg.get(key) for key in decoder.COMPONENT_SETTINGS})
         return decoder
 
