@@ -43,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-Mention = Tuple[int, int]  # (start, end), both inclusive token indices
+from spacy_memcoref.util import TokenSpan  # noqa: E402
+
 
 
 class Tally:
@@ -62,18 +63,18 @@ class Tally:
         return f"{100 * hits / total:.1f}% of {total:,}" if total else "-"
 
 
-def gold_chains(doc) -> List[List[Mention]]:
+def gold_chains(doc) -> List[List[TokenSpan]]:
     from spacy_memcoref.doc_helpers.clusters import cluster_span_groups
 
     return [sorted({(s.start, s.end - 1) for s in group}) for group in cluster_span_groups(doc)]
 
 
-def width_bucket(m: Mention) -> str:
+def width_bucket(m: TokenSpan) -> str:
     width = m[1] - m[0] + 1
     return "1 token" if width == 1 else "2-3 tokens" if width <= 3 else "4+ tokens"
 
 
-def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dict[Mention, Tuple[str, str]]], threshold: float) -> None:
+def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dict[TokenSpan, Tuple[str, str]]], threshold: float) -> None:
     """Add one document's counts (see the module docstring for the rows)."""
     starts, ends, best, scores = prediction.links if prediction.links is not None else ([], [], [], [])
     candidates = list(zip(starts, ends))
@@ -114,7 +115,7 @@ def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dic
             tally.add("GUM mentions outside the gold chains: in the output", m in output)
 
 
-def gum_layer(doc) -> Optional[Dict[Mention, Tuple[str, str]]]:
+def gum_layer(doc) -> Optional[Dict[TokenSpan, Tuple[str, str]]]:
     from spacy_memcoref.corpora.gum_entities import INFSTAT_KEY, MENTIONS_KEY
 
     if MENTIONS_KEY not in doc.spans:
@@ -176,7 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     vocab = spacy.blank("en").vocab
     docs = list(DocBin().from_disk(args.dev).get_docs(vocab))
-    gum_docs: List[Optional[Dict[Mention, Tuple[str, str]]]] = [None] * len(docs)
+    gum_docs: List[Optional[Dict[TokenSpan, Tuple[str, str]]]] = [None] * len(docs)
     if args.gum_entities:
         from spacy_memcoref.corpora.gum_entities import attach_gum_entities
 

@@ -1,12 +1,19 @@
-"""Small helpers shared by the readers, the converters and the CLI."""
+"""Small helpers shared by the readers, the converters and the CLI, and the
+package's one name for a mention as token indices (TokenSpan)."""
 import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Tuple, Union
+from typing import Iterable, Iterator, List, Tuple, Union
 
 from .errors import DataFormatError
+
+# A mention (or any token range) as (start, end) token indices, both
+# INCLUSIVE: doc[start : end + 1]. Every layer says TokenSpan for it.
+TokenSpan = Tuple[int, int]
+# clusters of mentions: each a list of TokenSpans
+Clusters = List[List[TokenSpan]]
 
 
 def _naming(err: OSError, path: Path) -> OSError:

@@ -37,11 +37,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters, write_clusters
 from ..errors import DataFormatError, clip, quote
-from ..util import atomic_output, refuse_overwriting_input
+from ..util import Clusters, TokenSpan, atomic_output, refuse_overwriting_input
 from .docbin import load_docbin
-
-Mention = Tuple[int, int]  # (start, end), end INCLUSIVE, document-level token indices
-Clusters = List[List[Mention]]
 
 # At least: doc id, part number, word number, word, coreference column.
 MIN_COLUMNS = 5
@@ -136,7 +133,7 @@ class ClusterCollector:
     def reset(self) -> None:
         """Start a new document."""
         self.stacks: Dict[str, List[Tuple[int, int]]] = {}
-        self.found: Dict[str, List[Mention]] = {}
+        self.found: Dict[str, List[TokenSpan]] = {}
 
     def add(self, cell: str, tok: int, lineno: int) -> None:
         """Read the cell of token `tok` (on line `lineno`)."""
@@ -188,7 +185,7 @@ class ClusterCollector:
         return _ordered_clusters(self.found.values())
 
 
-def _ordered_clusters(found: Iterable[List[Mention]]) -> Clusters:
+def _ordered_clusters(found: Iterable[List[TokenSpan]]) -> Clusters:
     """Mentions sorted; clusters in order of first appearance.
 
     A cluster appears where its first mention starts; when several clusters
@@ -374,7 +371,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
         raise DataFormatError(path, None, "no '#begin document' ... '#end document' block in the file")
 
 
-def read_conll_clusters(path: Path) -> "Dict[Tuple[str, str], Tuple[int, List[List[Tuple[int, int]]]]]":
+def read_conll_clusters(path: Path) -> "Dict[Tuple[str, str], Tuple[int, Clusters]]":
     """Read the coreference column of a CoNLL-2012 file as the reference scorer does.
 
     path (Path): the CoNLL-2012 file.
@@ -591,13 +588,13 @@ def _add_docs(files: List[Path], lang: str, docbin, stats: "ConllStats", seen: D
 # --------------------------------------------------------------------------- #
 
 
-def _clusters_from_doc(doc, prefix: str) -> List[Tuple[int, List[Mention]]]:
+def _clusters_from_doc(doc, prefix: str) -> List[Tuple[int, List[TokenSpan]]]:
     """(cluster number N, mentions) for each non-empty cluster group of the
     Doc, in cluster order (`doc_helpers.clusters`)."""
     return [(n, [(span.start, span.end - 1) for span in group]) for n, group in numbered_clusters(doc, prefix)]
 
 
-def _coref_cells(n_tokens: int, clusters: Sequence[Tuple[int, Sequence[Mention]]]) -> List[str]:
+def _coref_cells(n_tokens: int, clusters: Sequence[Tuple[int, Sequence[TokenSpan]]]) -> List[str]:
     """The coreference column for one document, CoNLL style.
 
     At each token: openings of multi-token mentions (longest first), then
@@ -623,9 +620,9 @@ def _coref_cells(n_tokens: int, clusters: Sequence[Tuple[int, Sequence[Mention]]
     return cells
 
 
-def _scorer_reading(cells: Sequence[str]) -> List[List[Mention]]:
+def _scorer_reading(cells: Sequence[str]) -> List[List[TokenSpan]]:
     """How the reference scorer reads a coreference column (for self-checks)."""
-    found: Dict[str, List[Mention]] = {}
+    found: Dict[str, List[TokenSpan]] = {}
     stacks: Dict[str, List[int]] = {}
     for tok, cell in enumerate(cells):
         parsed = _parse_cell(cell) if cell not in NO_VALUE else _EMPTY_CELL
@@ -644,7 +641,7 @@ def _scorer_reading(cells: Sequence[str]) -> List[List[Mention]]:
     return _ordered_clusters(found.values())
 
 
-def _needs_check(mentions: Sequence[Mention]) -> bool:
+def _needs_check(mentions: Sequence[TokenSpan]) -> bool:
     """True when mentions of one cluster overlap (only then can the scorer misread them)."""
     multi = sorted((s, e) for s, e in mentions if s != e)
     for (s1, e1), (s2, e2) in zip(multi, multi[1:]):

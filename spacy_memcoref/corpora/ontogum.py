@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import DataFormatError, clip, quote
-from ..util import atomic_output, refuse_overwriting_input
+from ..util import Clusters, atomic_output, refuse_overwriting_input
 from .conll import (
     ClusterCollector,
     _make_vocab,
@@ -78,7 +78,7 @@ def read_splits(path: Path) -> Dict[str, List[str]]:
 @dataclass
 class _Conll3:
     words: List[str]
-    clusters: List[List[Tuple[int, int]]]
+    clusters: Clusters
     begin_line: int
 
 

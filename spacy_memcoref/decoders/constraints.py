@@ -49,7 +49,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc
 
-Span = Tuple[int, int]  # (start, end), both inclusive token indices
+from ..util import Clusters, TokenSpan
 
 MASCULINE = frozenset({"he", "him", "his", "himself"})
 FEMININE = frozenset({"she", "her", "hers", "herself"})
@@ -196,13 +196,13 @@ class DocRules:
                 for i in range(turn.start, turn.end):
                     self._speakers[i] = turn.label_
 
-    def is_mention(self, span: Span) -> bool:
+    def is_mention(self, span: TokenSpan) -> bool:
         """Whether the tokens start..end (inclusive) may be a mention."""
         if CLAUSE in self.enabled and self.is_clause(span):
             return False
         return WORD not in self.enabled or self.is_word(span)
 
-    def is_word(self, span: Span) -> bool:
+    def is_word(self, span: TokenSpan) -> bool:
         """Whether a mention is a word (the WORD rule): a letter or digit, no
         whitespace at either end, whole graphemes."""
         start, end = span
@@ -217,7 +217,7 @@ class DocRules:
                 return False
         return True
 
-    def is_clause(self, span: Span) -> bool:
+    def is_clause(self, span: TokenSpan) -> bool:
         """Whether a mention of two or more words starts with a subject and
         its verb (the CLAUSE rule)."""
         start, end = span
@@ -231,7 +231,7 @@ class DocRules:
             i += 1
         return 0 < i < len(words) and words[i] in FINITE_VERBS
 
-    def is_coordination(self, span: Span) -> bool:
+    def is_coordination(self, span: TokenSpan) -> bool:
         """Whether a mention joins two noun phrases by "and" (the
         COORDINATION rule): "my sister and her husband", "Tom and Anna"."""
         start, end = span
@@ -244,7 +244,7 @@ class DocRules:
                 return following.lower() in COORDINATED_OPENERS or (following[:1].isupper() and following.isalpha())
         return False
 
-    def features(self, span: Span) -> FrozenSet[str]:
+    def features(self, span: TokenSpan) -> FrozenSet[str]:
         """A one-word pronoun mention's features (PRONOUNS), its speaker's
         where a first- or second-person pronoun has one (SPEAKERS), one
         person's for he / she / I, two people's for a coordination
@@ -264,7 +264,7 @@ class DocRules:
                 found.add(f"you{SPEAKER_SEP}{speaker}")
         return frozenset(found)
 
-    def description(self, span: Span) -> Optional[Tuple[int, str]]:
+    def description(self, span: TokenSpan) -> Optional[Tuple[int, str]]:
         """(sentence index, head word) of a noun-phrase mention; None for a
         pronoun, without sentence boundaries, or with the rule off."""
         if self._sentence is None:
@@ -284,7 +284,7 @@ class DocRules:
             head -= 1
         return self._sentence[start], doc[head].text.lower()
 
-    def distinct_in_sentence(self, a: Span, b: Span) -> bool:
+    def distinct_in_sentence(self, a: TokenSpan, b: TokenSpan) -> bool:
         """Whether two noun-phrase mentions are two of one sentence that
         cannot corefer (the SENTENCE_PEOPLE rule)."""
         da, db = self.description(a), self.description(b)
@@ -299,7 +299,7 @@ class DocRules:
         # "the winner was the youngest player", "known as the Emperor": a predicate, not two people
         return not any(word.lower() in PREDICATE_WORDS for word in gap)
 
-    def symbol_only_difference(self, a: Span, b: Span) -> bool:
+    def symbol_only_difference(self, a: TokenSpan, b: TokenSpan) -> bool:
         """Whether one of two nested spans adds to the other only tokens
         without a letter or digit."""
         (s1, e1), (s2, e2) = a, b
@@ -322,7 +322,7 @@ class ClusterBuilder:
     (a candidate no earlier link has touched) is checked against the cluster
     it would join (DocRules) before it joins."""
 
-    def __init__(self, rules: DocRules, spans: Sequence[Span]) -> None:
+    def __init__(self, rules: DocRules, spans: Sequence[TokenSpan]) -> None:
         self.rules = rules
         self.spans = list(spans)
         self.parent = list(range(len(self.spans)))
@@ -380,13 +380,13 @@ class ClusterBuilder:
         for sentence, members in self.by_sentence.pop(rj).items():
             self.by_sentence[ri].setdefault(sentence, []).extend(members)
 
-    def clusters(self) -> List[List[Span]]:
+    def clusters(self) -> Clusters:
         """Clusters of two or more mentions, each sorted, by first mention."""
         groups = [sorted(set(self.spans[i] for i in members)) for members in self.members.values()]
         return sorted((g for g in groups if len(g) > 1), key=lambda c: c[0])
 
 
-def violations(doc: Doc, clusters: Sequence[Sequence[Span]]) -> Dict[str, int]:
+def violations(doc: Doc, clusters: Sequence[Sequence[TokenSpan]]) -> Dict[str, int]:
     """What a Doc's clusters break of the rules, counted (all rules on):
     "non_word" and "clause" mentions, clusters with "pronoun_conflict"s, with
     "symbol_twins" and with "sentence_people". For benchmarks and tests: the

@@ -26,6 +26,7 @@ from spacy.tokens import Doc
 
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.memory_log import set_memory_log
+from ..util import Clusters, TokenSpan
 from .calibration import IDENTITY, calibrate, check_calibration
 from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character
 from .predictions import PeTraPrediction
@@ -134,7 +135,7 @@ class PeTraDecoder:
 
     def clusters(
         self, prediction: PeTraPrediction, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
-    ) -> List[List[Tuple[int, int]]]:
+    ) -> Clusters:
         """The clusters of one prediction: decoded from its memory log under
         the Doc's `rules` (decoders.constraints) when the Doc is given, else
         as the head decoded them."""
@@ -158,7 +159,7 @@ class PeTraDecoder:
 
 def decode_clusters(
     log: Mapping[str, Any], *, threshold: float = 0.5, min_mentions: int = 2, rules: Optional[DocRules] = None
-) -> List[List[Tuple[int, int]]]:
+) -> Clusters:
     """Clusters from a memory log.
 
     An entity is (cell, overwrite episode): a new episode of a cell begins
@@ -181,14 +182,14 @@ def decode_clusters(
     min_mentions (int): entities with fewer mentions are dropped (2 keeps
         singletons out, as spaCy coref clusters do).
     rules (Optional[DocRules]): the Doc's decoding rules; None: none.
-    RETURNS (List[List[Tuple[int, int]]]): clusters of inclusive token ranges,
+    RETURNS (Clusters): clusters of inclusive token ranges (TokenSpan),
         mentions in text order, clusters by first mention.
     """
     entity, over, coref = (numpy.asarray(log[key], dtype=numpy.float64) for key in ("entity", "overwrite", "coref"))
     n_cells = over.shape[1] if over.ndim == 2 else 0
     episode = [-1] * n_cells
     entity_features: Dict[Tuple[int, int], Set[str]] = {}
-    mentions: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
+    mentions: Dict[Tuple[int, int], List[TokenSpan]] = {}
     current: Optional[Tuple[int, int]] = None
     start = 0
 

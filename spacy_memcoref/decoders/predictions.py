@@ -13,8 +13,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy
 
-TokenSpan = Tuple[int, int]  # (start, end), both inclusive token indices
-Clusters = List[List[TokenSpan]]
+from ..util import Clusters
 # (starts, ends, best antecedent index or -1, its score): one entry a kept
 # candidate, in text order; the scores are the head's (float32) values
 Links = Tuple[List[int], List[int], List[int], List[float]]

@@ -9,10 +9,11 @@ predictions of its own model only (decoders.predictions), so the
 prediction's type is the Protocol's parameter; the component, which passes
 a model's predictions to that model's decoder unread, holds a Decoder[Any].
 """
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Tuple, TypeVar
+from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Optional, Protocol, Tuple, TypeVar
 
 from spacy.tokens import Doc
 
+from ..util import Clusters
 from .constraints import ALL_RULES
 
 PredictionT_contra = TypeVar("PredictionT_contra", contravariant=True)
@@ -39,7 +40,7 @@ class Decoder(Protocol[PredictionT_contra]):
 
     def clusters(
         self, prediction: PredictionT_contra, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
-    ) -> List[List[Tuple[int, int]]]:
+    ) -> Clusters:
         """The clusters of one prediction (inclusive token spans); with its
         Doc, under decoders.constraints' `rules`."""
         ...

@@ -21,10 +21,9 @@ from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import numpy
 from spacy.tokens import Doc
 
+from ..util import Clusters, TokenSpan
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
-from .predictions import Choices, Clusters, Links, S2EPrediction
-
-Span = Tuple[int, int]  # (start, end), both inclusive token indices
+from .predictions import Choices, Links, S2EPrediction
 
 
 def _as_float32(threshold: float) -> float:
@@ -69,7 +68,7 @@ def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Seque
     for q, c in enumerate(links):
         if c >= 0:
             parent[find(q)] = find(c)
-    groups: Dict[int, List[Span]] = {}
+    groups: Dict[int, List[TokenSpan]] = {}
     for i in range(len(links)):
         groups.setdefault(find(i), []).append((starts[i], ends[i]))
     clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]

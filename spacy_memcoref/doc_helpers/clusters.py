@@ -22,12 +22,13 @@ defaults and must stay fast.
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
+from ..util import Clusters
+
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc, Span, SpanGroup
 
 CLUSTER_PREFIX = "coref_clusters"
 
-TokenMention = Tuple[int, int]  # (start, end) token indices, end INCLUSIVE
 CharMention = Tuple[int, int]  # (start_char, end_char), end exclusive
 
 _NUMBER = re.compile(r"[0-9]+")
@@ -95,10 +96,10 @@ def cluster_span_groups(doc: "Doc", prefix: str = CLUSTER_PREFIX) -> List["SpanG
     return [group for _, group in numbered_clusters(doc, prefix)]
 
 
-def token_clusters(doc: "Doc", prefix: str = CLUSTER_PREFIX) -> List[List[TokenMention]]:
+def token_clusters(doc: "Doc", prefix: str = CLUSTER_PREFIX) -> Clusters:
     """The clusters of a Doc as inclusive token ranges, in cluster order.
 
-    RETURNS (List[List[Tuple[int, int]]]): (start, end) a mention, end inclusive.
+    RETURNS (Clusters): (start, end) a mention (TokenSpan), end inclusive.
     """
     return [[(span.start, span.end - 1) for span in group] for group in cluster_span_groups(doc, prefix)]
 

@@ -7,10 +7,8 @@ from typing import List, Optional, Tuple
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from ..util import Clusters, TokenSpan
 from .clusters import token_clusters
-
-TokenSpan = Tuple[int, int]  # inclusive token indices
-Clusters = List[List[TokenSpan]]
 
 
 def align_span(predicted: Doc, span: Span) -> Optional[TokenSpan]:

@@ -27,11 +27,11 @@ from typing import List, Optional, Tuple
 
 from spacy.training import Example
 
+from ..util import TokenSpan
 from .clusters import cluster_span_groups
 from .gap_annotation import GAP_USER_DATA_KEY, LABEL_A, LABEL_B, LABEL_PRONOUN, gap_reference_spans, has_gap_annotation
 from .gold import align_span
 
-TokenSpan = Tuple[int, int]  # inclusive token indices on the predicted Doc
 SpanPair = Tuple[int, int, float]
 SparseTarget = Tuple[List[TokenSpan], List[SpanPair]]
 

@@ -33,6 +33,7 @@ from thinc.types import Floats2d
 from ...decoders.petra import PeTraDecoder
 from ...doc_helpers.gap_annotation import GAP_SPANS_KEY, gap_reference_spans
 from ...doc_helpers.petra_gold import petra_sparse_target
+from ...util import TokenSpan
 from ..encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB
 from ..encoder.frozen_encoder import frozen_encoder, frozen_options_error
 
@@ -204,7 +205,7 @@ def build_petra(
 # ----- the head's input (no torch maths) ----------------------------------------------
 
 
-def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[Tuple[int, int], ...]]]:
+def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[TokenSpan, ...]]]:
     """The head's input for one Doc: its token features and, for a GAP Doc,
     the inclusive token ranges of (A, B, PRONOUN) on this Doc.
 

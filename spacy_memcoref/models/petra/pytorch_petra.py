@@ -64,6 +64,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
 from ...doc_helpers import LOG_KEYS  # the package's constant: imports neither spaCy nor torch
+from ...util import TokenSpan
 
 # Floor for probabilities inside a log.
 LOG_EPS = 1e-8
@@ -85,13 +86,13 @@ LogLike = Mapping[str, Union[Tensor, numpy.ndarray]]
 class SparseGold:
     """GAP-style sparse labels for one document.
 
-    spans (List[Tuple[int, int]]): labelled mentions as inclusive token
-        ranges (start, end).
+    spans (List[TokenSpan]): labelled mentions as inclusive token ranges
+        (start, end).
     pairs (List[Tuple[int, int, float]]): (span index, span index, label),
         label 1.0 for coreferent spans and 0.0 for spans known to differ.
     """
 
-    spans: List[Tuple[int, int]] = field(default_factory=list)
+    spans: List[TokenSpan] = field(default_factory=list)
     pairs: List[Tuple[int, int, float]] = field(default_factory=list)
 
 
@@ -593,12 +594,12 @@ def link_probabilities(log: LogLike, pairs: Union[Tensor, Sequence[Sequence[int]
     return torch.exp(torch.logsumexp(first_in + second_co + kept, dim=-1)).to(over.dtype)
 
 
-def span_link_probability(log: LogLike, span_a: Tuple[int, int], span_b: Tuple[int, int]) -> Tensor:
+def span_link_probability(log: LogLike, span_a: TokenSpan, span_b: TokenSpan) -> Tensor:
     """GAP decision score of two spans (paper §3.3): the max of P_CL over
     their token pairs.
 
-    span_a (Tuple[int, int]): inclusive token range.
-    span_b (Tuple[int, int]): inclusive token range.
+    span_a (TokenSpan): inclusive token range.
+    span_b (TokenSpan): inclusive token range.
     RETURNS (Tensor): a 0-dim probability (1.0 for the same single token).
     """
     pairs = [

@@ -22,9 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from ...decoders.predictions import Links, S2EPrediction
-
-Span = Tuple[int, int]  # (start, end), both inclusive token indices
-Clusters = List[List[Span]]
+from ...util import Clusters
 
 NEG_INF = -1e30
 # the best antecedents kept a candidate at inference: where the decoder rules
