@@ -13,6 +13,7 @@ from .doc_helpers import memory_log  # noqa: F401
 from .entities import EntityRecord, Mention, entities
 from .models.encoder.bf16_autocast import run_in_bfloat16, run_in_float32
 from .resolution import Edit, Resolved, register_extension, resolve
+from .stream import Stream, StreamEntity
 
 # doc._.coref_resolved: resolve(doc).text, computed when read
 register_extension()
@@ -39,4 +40,4 @@ def load(name: Optional[str] = None, *, encoder: Optional[str] = None):
     return load_pretrained(DEFAULT_MODEL if name is None else name, encoder=encoder)
 
 
-__all__ = ["__version__", "load", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16"]
+__all__ = ["__version__", "load", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16", "Stream", "StreamEntity"]

@@ -67,6 +67,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "visualize": ("app", 7),
     "resolution": ("app", 7),
     "entities": ("app", 7),
+    "stream": ("app", 7),  # text in pieces, over the pipeline
     "pretrained": ("app", 7),
     "weight_forms": ("app", 7),  # how pretrained stores tuned layers
     "encoder_source": ("app", 7),  # where pretrained finds a Hub encoder

@@ -1,0 +1,206 @@
+"""spacy_memcoref.Stream: text in pieces, entity ids stable across them, a
+bounded state that saves and restores.
+
+Two kinds of pipeline:
+- the shipped offline model (s2e-ontogum), for what a user sees;
+- a tiny random s2e followed by `oracle_clusters`, a component that writes
+  the clusters a test dictates (by word), so that each rule of the stream's
+  entity table is checked on its own, whatever a model would predict.
+"""
+import re
+
+import pytest
+import spacy
+from spacy.language import Language
+
+import spacy_memcoref
+from spacy_memcoref.stream import FIRST_PERSON, Stream, StreamStateError
+
+from conftest import s2e_config
+
+# the oracle pipeline's s2e is untrained on purpose: the oracle writes the clusters
+pytestmark = pytest.mark.filterwarnings("ignore::spacy_memcoref.pipeline.coref_component.UntrainedWarning")
+
+# ----- the oracle pipeline ------------------------------------------------------------
+
+# the words that the oracle puts in one cluster when two or more are in the window
+ORACLE_GROUPS = {
+    "alice": "A", "she": "A", "her": "A", "ms.": "A",
+    "bob": "B", "he": "B", "him": "B",
+    "carol": "C",
+}
+NUMBERED = re.compile(r"[A-Z][a-z]+[0-9]+")
+
+
+@Language.component("oracle_clusters")
+def oracle_clusters(doc):
+    """Replace the model's clusters: tokens of one ORACLE_GROUPS letter, or
+    one numbered name ("Zed7"), form a cluster when there are two or more."""
+    for key in [k for k in doc.spans if k.startswith("coref_clusters_")]:
+        del doc.spans[key]
+    groups = {}
+    for token in doc:
+        letter = ORACLE_GROUPS.get(token.lower_) or (token.lower_ if NUMBERED.fullmatch(token.text) else None)
+        if letter:
+            groups.setdefault(letter, []).append(doc[token.i : token.i + 1])
+    for n, letter in enumerate(sorted(groups), start=1):
+        if len(groups[letter]) > 1:
+            doc.spans[f"coref_clusters_{n}"] = groups[letter]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def oracle_nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.initialize()
+    nlp.add_pipe("oracle_clusters")
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return spacy_memcoref.load("s2e-ontogum")
+
+
+def ids_of(doc):
+    """{entity id: [mention texts]} of a piece's Doc."""
+    return {int(k.rsplit("_", 1)[1]): [s.text for s in g] for k, g in doc.spans.items() if k.startswith("coref_clusters_")}
+
+
+def id_of(doc, text):
+    found = [i for i, texts in ids_of(doc).items() if text in texts]
+    assert len(found) == 1, (text, ids_of(doc))
+    return found[0]
+
+
+# ----- what a user sees, on the shipped model -------------------------------------------
+
+
+def test_the_shipped_model_keeps_one_id_for_one_person_across_pieces(shipped):
+    stream = Stream(shipped)
+    first = stream.add("Alice called Bob yesterday.")
+    second = stream.add("She asked him to come to the party.")
+    third = stream.add("Alice was sad, but she understood.")
+    assert first.text == "Alice called Bob yesterday." and second.text == "She asked him to come to the party."
+    she, him = id_of(second, "She"), id_of(second, "him")
+    assert she != him
+    assert stream.entity(she).name == "Alice" and stream.entity(him).name == "Bob"
+    # the third piece's Alice and she are the second piece's She
+    assert id_of(third, "Alice") == id_of(third, "she") == she
+    assert [d.user_data["stream_piece"] for d in (first, second, third)] == [0, 1, 2]
+
+
+def test_each_speakers_I_is_their_own_entity(shipped):
+    stream = Stream(shipped)
+    turns = [
+        ("I lost my keys.", "Alice"),
+        ("Where did you last see them?", "Bob"),
+        ("I think I left them in my car.", "Alice"),
+        ("I can drive you there.", "Bob"),
+    ]
+    docs = [stream.add(text, speaker=who) for text, who in turns]
+    alice = [e for e in stream.entities if e.speaker == "Alice"]
+    bob = [e for e in stream.entities if e.speaker == "Bob"]
+    assert len(alice) == 1 and len(bob) == 1 and alice[0].name == "Alice"
+    for doc, (_, who) in zip(docs, turns):
+        own = (alice if who == "Alice" else bob)[0].id
+        for entity_id, texts in ids_of(doc).items():
+            first_person = [t for t in texts if t.lower() in FIRST_PERSON]
+            assert not first_person or entity_id == own, (doc.text, ids_of(doc))
+        assert [(s.text, s.label_) for s in doc.spans["speakers"]] == [(doc.text, who)]
+        # every I, me, my of a turn is in a cluster (its speaker's), clustered by the model or not
+        in_clusters = sum(t.lower() in FIRST_PERSON for texts in ids_of(doc).values() for t in texts)
+        assert in_clusters == sum(t.lower_ in FIRST_PERSON for t in doc)
+
+
+# ----- the rules, one at a time (oracle clusters) -----------------------------------------
+
+
+def test_a_cluster_takes_the_id_of_its_latest_earlier_mention(oracle_nlp):
+    stream = Stream(oracle_nlp)
+    stream.add("Alice waved.")  # one mention: no cluster, no entity yet
+    assert stream.entities == []
+    second = stream.add("She smiled.")
+    alice = id_of(second, "She")
+    assert stream.entity(alice).name == "Alice"
+    third = stream.add("Bob saw her.")
+    assert id_of(third, "her") == alice
+    assert "Bob" not in sum(ids_of(third).values(), [])  # Bob alone: no entity
+    fourth = stream.add("He left.")
+    assert id_of(fourth, "He") != alice and stream.entity(id_of(fourth, "He")).name == "Bob"
+
+
+def test_an_entity_that_left_the_window_is_found_again_by_its_name(oracle_nlp):
+    stream = Stream(oracle_nlp, window_tokens=8)
+    first = stream.add("Alice met Carol. Alice")
+    alice = id_of(first, "Alice")
+    stream.add("It rained all day long there.")  # 7 tokens: pushes the first piece out
+    later = stream.add("Alice and Ms. Alice")
+    assert id_of(later, "Alice") == alice
+    # a pronoun alone in a new window, with no name, is a new entity
+    alone = Stream(oracle_nlp, window_tokens=8)
+    alone_alice = id_of(alone.add("Alice met Carol. Alice"), "Alice")
+    alone.add("It rained all day long there.")
+    she = id_of(alone.add("She and her"), "She")
+    assert she != alone_alice and alone.entity(she).name is None
+
+
+def test_the_window_and_the_table_stay_within_their_bounds(oracle_nlp):
+    stream = Stream(oracle_nlp, window_tokens=20, max_entities=3)
+    sizes = []
+    for k in range(40):
+        # two new people each piece: entities keep coming
+        stream.add(f"Zed{k} met Zed{k}. Yan{k} saw Yan{k}.")
+        sizes.append(len(stream.to_bytes()))
+        assert len(stream.entities) <= 3
+        assert sum(p.n_tokens for p in stream._pieces) <= 20
+    assert max(sizes[10:]) <= max(sizes[:10]) + 64  # does not grow with the history
+    last = stream.add("Zed99 met Zed99. Yan99 saw Yan99.")
+    ids = {e.id for e in stream.entities}
+    assert set(ids_of(last)) <= ids and min(ids) > 3  # the oldest left; ids never reused
+    assert len(set(ids_of(last))) == 2 and max(ids_of(last)) == 82
+
+
+def test_a_restored_stream_continues_as_the_original(oracle_nlp):
+    pieces = ["Alice met Bob.", "She thanked him.", "Carol came.", "He left with her and Carol."]
+    original = Stream(oracle_nlp)
+    for text in pieces[:2]:
+        original.add(text, speaker="Dana")
+    saved = original.to_bytes()
+    restored = Stream(oracle_nlp, window_tokens=3).from_bytes(saved)
+    assert restored.window_tokens == original.window_tokens
+    assert restored.to_bytes() == saved
+    for text in pieces[2:]:
+        a, b = original.add(text), restored.add(text)
+        assert ids_of(a) == ids_of(b) and a.text == b.text
+    assert restored.to_bytes() == original.to_bytes()
+
+
+@pytest.mark.parametrize("text", ["", "  ", "Alice met Bob.  ", "  She thanked him.", "line one\nline two\n"])
+def test_a_piece_doc_gives_back_the_piece_exactly(oracle_nlp, text):
+    stream = Stream(oracle_nlp)
+    stream.add("Alice met Bob.")
+    doc = stream.add(text)
+    assert doc.text == text
+    assert stream.add("She left.").text == "She left."
+
+
+def test_bad_input_gets_a_clear_error(oracle_nlp):
+    with pytest.raises(ValueError, match="memcoref component"):
+        Stream(spacy.blank("en"))
+    with pytest.raises(ValueError, match="window_tokens must be a positive integer"):
+        Stream(oracle_nlp, window_tokens=0)
+    stream = Stream(oracle_nlp)
+    with pytest.raises(TypeError, match="text must be a str"):
+        stream.add(b"bytes")
+    with pytest.raises(ValueError, match="speaker must be a non-empty str"):
+        stream.add("Hi.", speaker="  ")
+    with pytest.raises(StreamStateError, match="not a saved stream state"):
+        stream.from_bytes(b"\xc1 not msgpack")
+    import srsly
+
+    with pytest.raises(StreamStateError, match="version 1"):
+        stream.from_bytes(srsly.msgpack_dumps({"version": 99}))
+    with pytest.raises(StreamStateError, match="incomplete"):
+        stream.from_bytes(srsly.msgpack_dumps({"version": 1, "settings": {}}))
