@@ -761,16 +761,16 @@ def annotate_cmd(
     offsets and mention texts, a name a cluster) and/or DocBin, each written
     atomically, plus manifest.json; a rerun resumes where a run stopped. The
     last line of output is the summary as one JSON object."""
-    from .annotate import annotate_corpus, format_summary
+    from .annotate import AnnotateOptions, annotate_corpus, format_summary
 
+    options = AnnotateOptions(
+        engine=engine, formats=output_format, text_field=text_field, id_field=id_field, input_format=input_format,
+        encoding=encoding, shard_size=shard_size, batch_size=batch_size, skip_errors=skip_errors, resolved=resolved,
+        overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id, workers=workers,
+        gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker, address=address, progress=progress,
+    )
     try:
-        summary = annotate_corpus(
-            model, input_path, output_dir, engine=engine, formats=output_format, text_field=text_field, id_field=id_field,
-            input_format=input_format, encoding=encoding, shard_size=shard_size, batch_size=batch_size,
-            skip_errors=skip_errors, resolved=resolved, overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id,
-            workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker,
-            address=address, progress=progress, log=lambda message: typer.echo(message, err=True),
-        )
+        summary = annotate_corpus(model, input_path, output_dir, options, log=lambda message: typer.echo(message, err=True))
     except (DataFormatError, OSError, ValueError, ImportError, AnnotateError) as err:
         raise _fail(err)
     for line in format_summary(summary):

@@ -398,6 +398,36 @@ def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch)
         assert [doc_record("doc0", doc)["clusters"] for doc in docs] == [by_name[0]["clusters"]]
 
 
+def test_annotate_options_are_one_dataclass(tmp_path):
+    """Issue 64, item 5: annotate_corpus takes one AnnotateOptions (the
+    command's options, with its defaults), options by name on top of it;
+    a name that is no option is refused, naming it, before any work."""
+    import dataclasses
+    import inspect
+
+    from spacy_memcoref import cli
+    from spacy_memcoref.annotate import AnnotateOptions
+
+    assert list(inspect.signature(annotate_corpus).parameters) == ["model", "input_path", "output_dir", "options", "log", "changes"]
+    command = inspect.signature(cli.annotate_cmd).parameters
+    for option in dataclasses.fields(AnnotateOptions):
+        default = command["output_format" if option.name == "formats" else option.name].default.default
+        assert default == ("jsonl" if option.name == "formats" else option.default), option.name
+    out = tmp_path / "out"
+    with pytest.raises(TypeError, match=r"unknown option\(s\) 'shard_sise': the options of AnnotateOptions are .*shard_size"):
+        annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, shard_sise=5)
+    with pytest.raises(TypeError, match="options must be AnnotateOptions, got dict"):
+        annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, {"shard_size": 5})
+    with pytest.raises(ValueError, match="--shard-size must be a positive integer, got 0"):
+        annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, AnnotateOptions(shard_size=0))
+    with pytest.raises(ValueError, match="--workers does not apply to --engine local"):
+        annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, AnnotateOptions(shard_size=3), workers=2)
+    assert not out.exists()
+    assert AnnotateOptions.of(AnnotateOptions(n_process=2), {"shard_size": 5}) == AnnotateOptions(n_process=2, shard_size=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        AnnotateOptions().shard_size = 5
+
+
 def test_ray_engine_without_ray_says_how_to_install(model_dir, corpus, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(tmp_path / "o"), "--engine", "ray"])

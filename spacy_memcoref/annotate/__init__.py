@@ -1,7 +1,7 @@
 """Corpus-scale annotation: `python -m spacy_memcoref annotate MODEL INPUT OUTPUT_DIR`.
 
-    from spacy_memcoref.annotate import annotate_corpus
-    summary = annotate_corpus("training/s2e/model-best", "news.jsonl", "news_coref/", n_process=2)
+    from spacy_memcoref.annotate import AnnotateOptions, annotate_corpus
+    summary = annotate_corpus("training/s2e/model-best", "news.jsonl", "news_coref/", AnnotateOptions(n_process=2))
 
 With a Ray Dataset of your own (needs `pip install "spacy-memcoref[ray]"`):
 
@@ -13,10 +13,11 @@ Importing this package does not import Ray.
 from typing import Any
 
 from ..errors import AnnotateError, Terminated
+from .options import AnnotateOptions
 from .runner import AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record
 
-__all__ = ["annotate_corpus", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "MemcorefPredictor", "annotate_dataset"]
+__all__ = ["annotate_corpus", "AnnotateOptions", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "MemcorefPredictor", "annotate_dataset"]
 
 
 def __getattr__(name: str) -> Any:

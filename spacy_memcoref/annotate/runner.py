@@ -11,19 +11,16 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from ..errors import DataFormatError, Terminated
 from ..loading import ResolvedModel, resolve_model, use_gpu
 from . import _faults
 from .inputs import InputSpec, ShardPlan, plan_shards, resolve_input, shard_ids
+from .options import AnnotateOptions, EngineOptions
 from .output import OutputDir, model_identity
 from .results import ShardResult
 from .worker import choose_prefix
-
-ENGINES = ("local", "ray")
-FORMATS = ("jsonl", "spacy")
-
 
 class BadInput(ValueError):
     """A bad input item (a bad line, or a bad file: see annotate.inputs)
@@ -133,82 +130,30 @@ def check_model(resolved: ResolvedModel) -> None:
         )
 
 
-def parse_formats(formats: Union[str, Sequence[str]]) -> List[str]:
-    items = formats.split(",") if isinstance(formats, str) else list(formats)
-    items = [f.strip() for f in items if f.strip()]
-    bad = [f for f in items if f not in FORMATS]
-    if bad or not items:
-        raise ValueError(f"--format must be jsonl, spacy or jsonl,spacy; got {','.join(items) or formats!r}")
-    return sorted(set(items), key=FORMATS.index)
-
-
 def annotate_corpus(
     model: str,
     input_path: Union[str, Path],
     output_dir: Union[str, Path],
+    options: Optional[AnnotateOptions] = None,
     *,
-    engine: str = "local",
-    formats: Union[str, Sequence[str]] = ("jsonl",),
-    text_field: str = "text",
-    id_field: str = "id",
-    input_format: str = "auto",
-    encoding: str = "utf-8",
-    shard_size: int = 1000,
-    batch_size: int = 8,
-    skip_errors: bool = False,
-    resolved: bool = False,
-    overwrite: bool = False,
-    prefix: Optional[str] = None,
-    n_process: Optional[int] = None,
-    threads: Optional[int] = None,
-    gpu_id: Optional[int] = None,
-    workers: Optional[int] = None,
-    gpus_per_worker: Optional[float] = None,
-    cpus_per_worker: Optional[float] = None,
-    address: Optional[str] = None,
-    progress: Optional[bool] = None,
     log: Optional[Callable[[str], None]] = None,
+    **changes: Any,
 ) -> AnnotateSummary:
     """Annotate a corpus with a coreference pipeline, shard by shard.
 
-    model (str): a pipeline package name or directory.
+    model (str): a pipeline package name or directory, or a model shipped
+        with spacy_memcoref (by name or folder).
     input_path (Union[str, Path]): a JSONL file (one {"id": ..., "text": ...}
         object a line) or a folder of them, a folder of .txt files (id = the
         relative path), or DocBin (.spacy) files.
     output_dir (Union[str, Path]): where the shards and manifest.json go.
-    engine (str): "local" (nlp.pipe here, `n_process` processes) or "ray".
-    formats (Union[str, Sequence[str]]): "jsonl" and/or "spacy" (DocBin).
-    text_field, id_field (str): JSONL fields of the text and the id.
-    input_format (str): "auto" (by suffix), "jsonl", "txt" or "spacy".
-    encoding (str): encoding of JSONL and txt files.
-    shard_size (int): documents a shard: shard k = input items
-        [k * shard_size, (k + 1) * shard_size), whatever the engine.
-    batch_size (int): documents a `nlp.pipe` batch.
-    skip_errors (bool): record bad input in shard-*.errors.jsonl and go on,
-        instead of stopping at the first: bad lines, and bad files (a file
-        or folder that cannot be read, a symbolic link loop, a truncated or
-        corrupt DocBin), each of which counts as one error.
-    resolved (bool): add "resolved" (the text with pronouns replaced by their
-        cluster's representative) and "edits" to each JSONL record, and
-        store them in each DocBin Doc's user_data["resolved"] = {"text",
-        "edits"}, as `predict --resolved` does.
-    overwrite (bool): replace an OUTPUT_DIR written by another run.
-    prefix (Optional[str]): span-group prefix of the clusters (default: the
-        pipeline's memcoref component's); one that the pipeline's memcoref
-        components do not write is refused.
-    n_process (Optional[int]): local engine: worker processes (default 1).
-    threads (Optional[int]): local engine: torch threads a process (default:
-        torch's for one process, the cores shared out for several).
-    gpu_id (Optional[int]): local engine: the GPU (default -1: CPU).
-    workers (Optional[int]): Ray engine: actors (default: the cluster's CPUs
-        / cpus_per_worker, or GPUs / gpus_per_worker).
-    gpus_per_worker, cpus_per_worker (Optional[float]): Ray engine: resources
-        an actor (default 0 and 1); an actor's torch threads = its CPUs.
-    address (Optional[str]): Ray engine: the cluster to join (default
-        $RAY_ADDRESS, else a new local cluster).
-    progress (Optional[bool]): show a progress bar (None: when stderr is a terminal).
+    options (Optional[AnnotateOptions]): how to run (engine, formats,
+        shards, workers, ...; default: AnnotateOptions()).
     log (Optional[Callable[[str], None]]): where to say what happens.
-    The options of the engine not chosen must be left unset (None).
+    **changes: options by name, made on top of `options`:
+        annotate_corpus(m, i, o, n_process=2) is annotate_corpus(m, i, o,
+        AnnotateOptions(n_process=2)); a name that is no option of
+        AnnotateOptions is refused (TypeError naming it).
     An input that holds no document (an empty or blank-only JSONL file, a
     DocBin of no Docs) is refused (DataFormatError naming it) before
     OUTPUT_DIR is made. SIGTERM (when SIGTERM has no handler of the
@@ -216,27 +161,20 @@ def annotate_corpus(
     Terminated; the shards written stay recorded, so a rerun resumes.
     RETURNS (AnnotateSummary): what this run did and what OUTPUT_DIR holds.
     """
+    options = AnnotateOptions.of(options, changes)
     say = log or (lambda message: None)
-    formats, engine_opts = _check_arguments(
-        engine, formats, text_field=text_field, id_field=id_field, encoding=encoding, shard_size=shard_size,
-        batch_size=batch_size, n_process=n_process, threads=threads, gpu_id=gpu_id, workers=workers,
-        gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker, address=address,
-    )
+    formats, engine_opts = options.check()
     faults = _faults.active()
-    job = _prepare(
-        model, input_path, output_dir, formats=formats, text_field=text_field, id_field=id_field, input_format=input_format,
-        encoding=encoding, shard_size=shard_size, batch_size=batch_size, skip_errors=skip_errors, resolved=resolved,
-        prefix=prefix, die_once=faults.die_once, stall=faults.stall,
-    )
-    plans = _plans_of_some_documents(job.spec, shard_size)
+    job = _prepare(model, input_path, output_dir, options, formats, die_once=faults.die_once, stall=faults.stall)
+    plans = _plans_of_some_documents(job.spec, options.shard_size)
     summary = AnnotateSummary(output_dir=str(output_dir))
-    with OutputDir(output_dir, job.identity, overwrite=overwrite) as out:
+    with OutputDir(output_dir, job.identity, overwrite=options.overwrite) as out:
         n_done_before = len(out.manifest["shards"])
         if n_done_before:
             say(f"resuming: {n_done_before} shards of {output_dir} are done; checking that their input is unchanged")
         duplicates = DuplicateIds()
-        pending = _PendingShards(plans, out, duplicates, text_field=text_field, id_field=id_field, encoding=encoding)
-        bar = _Progress(progress)
+        pending = _PendingShards(plans, out, duplicates, options.read_options())
+        bar = _Progress(options.progress)
         start = time.time()
         try:
             with _stop_on_sigterm():
@@ -259,73 +197,6 @@ def annotate_corpus(
 # ----- the steps of annotate_corpus ---------------------------------------------------
 
 
-class _EngineOptions(NamedTuple):
-    """The engine and its options, checked, defaults filled in."""
-
-    engine: str
-    n_process: int
-    threads: Optional[int]
-    gpu_id: int
-    workers: Optional[int]
-    gpus_per_worker: float
-    cpus_per_worker: float
-    address: Optional[str]
-
-
-def _check_arguments(
-    engine: str,
-    formats: Union[str, Sequence[str]],
-    *,
-    text_field: str,
-    id_field: str,
-    encoding: str,
-    shard_size: int,
-    batch_size: int,
-    n_process: Optional[int],
-    threads: Optional[int],
-    gpu_id: Optional[int],
-    workers: Optional[int],
-    gpus_per_worker: Optional[float],
-    cpus_per_worker: Optional[float],
-    address: Optional[str],
-) -> Tuple[List[str], _EngineOptions]:
-    """Refuse bad arguments before any work (Ray missing included).
-    RETURNS the formats and the engine's options, defaults filled in."""
-    if engine not in ENGINES:
-        raise ValueError(f"--engine must be local or ray, got {engine!r}")
-    formats = parse_formats(formats)
-    local_opts = {"--n-process": n_process, "--threads": threads, "--gpu-id": gpu_id}
-    ray_opts = {"--workers": workers, "--gpus-per-worker": gpus_per_worker, "--cpus-per-worker": cpus_per_worker, "--address": address}
-    wrong = [name for name, value in (ray_opts if engine == "local" else local_opts).items() if value is not None]
-    if wrong:
-        takes = ", ".join(local_opts if engine == "local" else ray_opts)
-        raise ValueError(f"{', '.join(wrong)} does not apply to --engine {engine} (it takes {takes})")
-    n_process = 1 if n_process is None else n_process
-    gpu_id = -1 if gpu_id is None else gpu_id
-    gpus_per_worker = 0.0 if gpus_per_worker is None else float(gpus_per_worker)
-    cpus_per_worker = 1.0 if cpus_per_worker is None else float(cpus_per_worker)
-    for name, value in (("--shard-size", shard_size), ("--batch-size", batch_size), ("--n-process", n_process)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if workers is not None and workers < 1:
-        raise ValueError(f"--workers must be a positive integer, got {workers!r}")
-    if gpus_per_worker < 0 or cpus_per_worker <= 0:
-        raise ValueError("--gpus-per-worker must be >= 0 and --cpus-per-worker > 0")
-    if threads is not None and threads < 1:
-        raise ValueError(f"--threads must be a positive integer, got {threads!r}")
-    if not text_field or not id_field:
-        raise ValueError("--text-field and --id-field must not be empty")
-    try:
-        "".encode(encoding)
-    except LookupError:
-        raise ValueError(f"unknown encoding {encoding!r}") from None
-    if engine == "ray":
-        from .ray_engine import import_ray
-
-        import_ray()  # fail now, with the install hint, not after planning
-    return formats, _EngineOptions(engine, n_process, threads, gpu_id, workers, gpus_per_worker, cpus_per_worker, address)
-
-
 class _Job(NamedTuple):
     """What a run annotates and how: the model (resolved once, a path made
     absolute), the input, the identity of the output (for resume) and the
@@ -341,17 +212,9 @@ def _prepare(
     model: str,
     input_path: Union[str, Path],
     output_dir: Union[str, Path],
-    *,
+    opts: AnnotateOptions,
     formats: List[str],
-    text_field: str,
-    id_field: str,
-    input_format: str,
-    encoding: str,
-    shard_size: int,
-    batch_size: int,
-    skip_errors: bool,
-    resolved: bool,
-    prefix: Optional[str],
+    *,
     die_once: Optional[_faults.DieOnce] = None,
     stall: Optional[_faults.Stall] = None,
 ) -> _Job:
@@ -360,29 +223,27 @@ def _prepare(
     found = resolve_model(model)
     check_model(found)
     found = found.with_absolute_path()  # workers (Ray's too) may run elsewhere than in this folder
-    prefix = choose_prefix(prefix, found.span_prefixes, found.model)
-    spec = resolve_input(input_path, input_format, output_dir=output_dir)
+    prefix = choose_prefix(opts.prefix, found.span_prefixes, found.model)
+    spec = resolve_input(input_path, opts.input_format, output_dir=output_dir)
     identity = {
         "input": spec.path,
         "input_format": spec.kind,
-        "text_field": text_field if spec.kind == "jsonl" else None,
-        "id_field": id_field if spec.kind == "jsonl" else None,
-        "encoding": encoding if spec.kind != "spacy" else None,
-        "shard_size": shard_size,
+        "text_field": opts.text_field if spec.kind == "jsonl" else None,
+        "id_field": opts.id_field if spec.kind == "jsonl" else None,
+        "encoding": opts.encoding if spec.kind != "spacy" else None,
+        "shard_size": opts.shard_size,
         "formats": formats,
         "prefix": prefix,
-        "resolved": resolved,
+        "resolved": opts.resolved,
         "model": model_identity(found),
     }
     options = {
-        "text_field": text_field,
-        "id_field": id_field,
-        "encoding": encoding,
-        "batch_size": batch_size,
+        **opts.read_options(),
+        "batch_size": opts.batch_size,
         "formats": formats,
         "prefix": prefix,
-        "skip_errors": skip_errors,
-        "resolved": resolved,
+        "skip_errors": opts.skip_errors,
+        "resolved": opts.resolved,
     }
     if die_once is not None:  # tests only
         options[_faults.DIE_ONCE] = die_once
@@ -448,13 +309,11 @@ class _PendingShards:
     handed_out: the numbers of the shards given to the engine so far (in
     increasing order, so a shard not yet handed out comes after all of them)."""
 
-    def __init__(
-        self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, *, text_field: str, id_field: str, encoding: str
-    ) -> None:
+    def __init__(self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, read_options: Dict[str, Any]) -> None:
         self.plans = plans
         self.out = out
         self.duplicates = duplicates
-        self.read_options = {"text_field": text_field, "id_field": id_field, "encoding": encoding}
+        self.read_options = read_options  # AnnotateOptions.read_options()
         self.planned = 0
         self.skipped = 0
         self.handed_out: Set[int] = set()
@@ -472,7 +331,7 @@ class _PendingShards:
 
 
 def _start_engine(
-    opts: _EngineOptions,
+    opts: EngineOptions,
     pending: _PendingShards,
     model: ResolvedModel,
     options: Dict[str, Any],
