@@ -69,19 +69,6 @@ def _check_count(option: str, value: int) -> None:
         raise _fail(ValueError(f"{option} must be >= 1, got {value}"))
 
 
-def _pipe_all(nlp, items: list, batch_size: int):
-    """Yield nlp.pipe(items) and check it gave one Doc an input: results are
-    paired with inputs by position, so a short result must not pass."""
-    n_out = 0
-    for doc in nlp.pipe(items, batch_size=batch_size):
-        n_out += 1
-        if n_out > len(items):
-            break
-        yield doc
-    if n_out != len(items):
-        raise ValueError(f"the pipeline returned {n_out} Docs for {len(items)} inputs")
-
-
 def _print_scores(title: str, scores: Dict[str, float], rows) -> None:
     """Print a readable table, then the scores as one JSON object on the last line."""
     typer.echo(title)
@@ -278,6 +265,7 @@ def predict(
     from .corpora.docbin import read_docbin
     from .doc_helpers.clusters import clear_clusters
     from .resolution import edits_as_records, resolve
+    from .tuning.run import pipe_all
     from .util import atomic_output, refuse_overwriting_input
 
     _check_count("--batch-size", batch_size)
@@ -293,7 +281,7 @@ def predict(
     start = time.time()
     n_tokens = 0
     try:
-        for i, doc in enumerate(_pipe_all(nlp, docs, batch_size), start=1):
+        for i, doc in enumerate(pipe_all(nlp, docs, batch_size), start=1):
             if resolved:
                 result = resolve(doc, prefix=prefix)
                 doc.user_data["resolved"] = {"text": result.text, "edits": edits_as_records(result)}
@@ -382,29 +370,7 @@ def resolve_cmd(
     typer.echo(resolved.rstrip("\r\n"))  # a text ending in a line break (echo TEXT | ...) ends as it did
 
 
-# ----- PeTra commands: tune-gap-threshold, count-people, visualize -------------------
-
-
-def _petra_pipe(nlp, component: Optional[str]):
-    """(name, component) of the PeTra coreference component of a pipeline."""
-    from .pipeline.coref_component import coref_components
-
-    if component is not None:
-        if component not in nlp.pipe_names:
-            raise ValueError(f"no component {component!r} in the pipeline ({', '.join(nlp.pipe_names)})")
-        return component, nlp.get_pipe(component)
-    found = coref_components(nlp, "petra")
-    if found:
-        return found[0]
-    raise ValueError(f"the pipeline has no PeTra coreference component ({', '.join(nlp.pipe_names)})")
-
-
-def _annotate(nlp, docs: list, batch_size: int, prefix: str) -> list:
-    from .doc_helpers.clusters import clear_clusters
-
-    for doc in docs:
-        clear_clusters(doc, prefix)
-    return list(_pipe_all(nlp, docs, batch_size))
+# ----- tuning commands: the work is in spacy_memcoref/tuning/ ------------------------
 
 
 def _model_input(model: ResolvedModel) -> Optional[Path]:
@@ -496,51 +462,24 @@ def tune_gap_threshold_cmd(
     probabilities (the middle of a tied run). Prints reliability tables
     (before and after) and the threshold table, and stores both in the
     component's cfg (and config.cfg), so that the saved pipeline uses them."""
-    from .corpora.docbin import read_docbin
-    from .tuning.gap import gap_gold_and_probabilities, tune_gap_decisions
-    from .tuning.save import save_with_settings
+    from .tuning.gap import tune_pipeline_gap_threshold
 
     _check_count("--batch-size", batch_size)
     try:
         resolved = resolve_model(model)
         out_path = _output_path(resolved, output, [input_path])
         nlp = load_pipeline(resolved, gpu_id)
-        name, pipe = _petra_pipe(nlp, component)
-        docs = read_docbin(input_path, nlp.vocab)
-        annotated = _annotate(nlp, docs, batch_size, pipe.prefix)
-        gold, raw = gap_gold_and_probabilities(annotated, source=input_path, component=name)
-        tuned = tune_gap_decisions(gold, raw, pipe.decoder.calibration(), fit=calibrate)
+        tuned = tune_pipeline_gap_threshold(nlp, input_path, component=component, calibrate=calibrate, batch_size=batch_size)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
-    after, best, table, tables = tuned["calibration"], tuned["threshold"], tuned["table"], tuned["reliability"]
-    for label, reliability in tables.items():
-        calibration, rows = reliability["calibration"], reliability["bins"]
-        typer.echo(f"reliability {label} (scale {calibration[0]:.3f}, shift {calibration[1]:.3f}; "
-                   f"ECE {100 * reliability['ece']:.1f}) on {sum(row['n'] for row in rows)} candidates:")
-        typer.echo(f"{'bin':>11} {'n':>5} {'mean p':>7} {'linked':>7}")
-        for row in rows:
-            typer.echo(f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}")
-    typer.echo(f"{'threshold':>9} {'P':>6} {'R':>6} {'F1':>6} {'F1 masc':>8} {'F1 fem':>7}")
-    for t, scores in table:
-        mark = "  <- best" if t == best else ""
-        typer.echo(
-            f"{t:9.2f} {100 * scores['gap_p']:6.1f} {100 * scores['gap_r']:6.1f} {100 * scores['gap_f']:6.1f}"
-            f" {100 * scores['gap_f_masc']:8.1f} {100 * scores['gap_f_fem']:7.1f}{mark}"
-        )
-    scores_by_t = dict(table)
-    best_scores = scores_by_t[best]
+    for line in tuned.table_lines():
+        typer.echo(line)
     try:
-        save_with_settings(nlp, name, {"gap_threshold": best, "gap_calibration": after}, out_path)
+        tuned.save(out_path)
     except (OSError, ValueError) as err:
         raise _fail(err)
-    typer.echo(f"calibration [{after[0]:.4f}, {after[1]:.4f}]; best threshold {best:.2f} "
-               f"(GAP F1 {100 * best_scores['gap_f']:.1f} on {len(gold)} docs, "
-               f"{100 * scores_by_t[0.5]['gap_f']:.1f} at 0.5); stored as components.{name}.gap_threshold "
-               f"and gap_calibration in {out_path}")
-    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in best_scores.items()}
-    summary = {"threshold": best, "calibration": after, "gap_f_at_0.5": scores_by_t[0.5]["gap_f"],
-               "reliability": tables, **clean}
-    typer.echo(json.dumps(summary, sort_keys=True))
+    typer.echo(tuned.stored_line(out_path))
+    typer.echo(json.dumps(tuned.summary(), sort_keys=True))
 
 
 @app.command("tune-link-threshold", short_help='s2e: choose the link threshold with the best CoNLL F1 on dev data.')
@@ -559,14 +498,9 @@ def tune_link_threshold_cmd(
     With --also, each checkpoint is tuned alone and the best one tuned is
     saved: `model-best` is chosen at the decision 0, which is not the
     threshold the pipeline will link with."""
-    from spacy.training import Example
+    from .tuning.link_threshold import tune_pipeline_link_threshold
 
-    from .corpora.docbin import read_docbin
-    from .pipeline.coref_component import coref_components
-    from .tuning.link_threshold import tune_link_threshold
-    from .tuning.save import save_with_settings
-
-    chosen = None  # (conll_f, model, nlp, name, best, table, n_docs) of the best checkpoint so far
+    chosen = None  # the best checkpoint tuned so far
     try:
         if also and output is None:
             raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
@@ -575,39 +509,22 @@ def tune_link_threshold_cmd(
         candidates = [resolve_model(c) for c in [model, *also]]
         out_path = _output_path(candidates[0], output, [input_path, *(_model_input(c) for c in candidates[1:])])
         for resolved in candidates:
-            candidate = resolved.model
             nlp = load_pipeline(resolved, gpu_id)
-            names = [name for name, _ in coref_components(nlp)]
-            name = component or (names[0] if names else None)
-            if name is None or name not in nlp.pipe_names:
-                raise ValueError(f"{candidate}: no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
-            pipe = nlp.get_pipe(name)
-            references = read_docbin(input_path, nlp.vocab)
-            # the gold Docs themselves, clusters dropped, as `predict` runs them (speakers kept)
-            examples = [Example(ref.copy(), ref) for ref in references]
-            best, table = tune_link_threshold(pipe, examples)
-            conll_f = round(table[best]["coref_conll_f"], 10)
+            tuned = tune_pipeline_link_threshold(nlp, input_path, component=component, model=resolved.model)
             if also:
-                typer.echo(f"{candidate}: best threshold {best:.2f}, CoNLL F1 {100 * conll_f:.2f}")
-            if chosen is None or conll_f > chosen[0]:
-                chosen = (conll_f, candidate, nlp, name, best, table, len(examples))
+                typer.echo(tuned.checkpoint_line())
+            if chosen is None or tuned.conll_f > chosen.conll_f:
+                chosen = tuned
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
-    _, model, nlp, name, best, table, n_docs = chosen
-    typer.echo(f"{'threshold':>9} {'MUC':>6} {'B3':>6} {'CEAFe':>6} {'CoNLL':>6} {'ment R':>7} {'ment P':>7}")
-    for t, scores in table.items():
-        mark = "  <- best" if t == best else ""
-        typer.echo(
-            f"{t:9.2f} {100 * scores['coref_muc_f']:6.1f} {100 * scores['coref_b3_f']:6.1f} {100 * scores['coref_ceafe_f']:6.1f}"
-            f" {100 * scores['coref_conll_f']:6.1f} {100 * scores['coref_mentions_r']:7.1f} {100 * scores['coref_mentions_p']:7.1f}{mark}"
-        )
+    for line in chosen.table_lines():
+        typer.echo(line)
     try:
-        save_with_settings(nlp, name, {"link_threshold": best}, out_path)
+        chosen.save(out_path)
     except (OSError, ValueError) as err:
         raise _fail(err)
-    typer.echo(f"best threshold {best:.2f} (CoNLL F1 {100 * table[best]['coref_conll_f']:.2f} on {n_docs} docs); "
-               f"stored as components.{name}.link_threshold in {out_path}" + (f" (from {model})" if also else ""))
-    typer.echo(json.dumps({"threshold": best, **table[best], **({"model": model} if also else {})}, sort_keys=True))
+    typer.echo(chosen.stored_line(out_path, among_several=bool(also)))
+    typer.echo(json.dumps(chosen.summary(among_several=bool(also)), sort_keys=True))
 
 
 @app.command("count-people", short_help='PeTra: count the people in texts (paper §3.5) and score the counts.')
@@ -626,11 +543,8 @@ def count_people_cmd(
     (token, cell) with overwrite probability o_t^i >= alpha. Prints a table,
     the number of documents whose predicted count differs from the gold
     count, and (last line) one JSON object."""
-    from .corpora.people import read_people_tsv
-    from .decoders.petra import DEFAULT_ALPHA, PEOPLE_ALPHA_KEY, people_count
-    from .scoring.people import count_errors
-    from .tuning.people import choose_alpha
-    from .tuning.save import check_pipeline_output, save_with_settings
+    from .tuning.people import count_pipeline_people, read_people_rows
+    from .tuning.save import check_pipeline_output
 
     _check_count("--batch-size", batch_size)
     if alpha is not None and not 0.0 <= alpha <= 1.0:
@@ -643,56 +557,23 @@ def count_people_cmd(
         resolved = resolve_model(model)
         if output is not None:
             check_pipeline_output(output, [_model_input(resolved), input_path, dev_path])
-        rows = read_people_tsv(input_path)
-        dev_rows = read_people_tsv(dev_path) if dev_path is not None else []
-        if dev_fraction is not None:
-            if len(rows) < 2:
-                raise DataFormatError(input_path, None, "--dev-fraction needs at least 2 rows")
-            n_dev = max(1, min(len(rows) - 1, int(round(dev_fraction * len(rows)))))
-            dev_rows, rows = rows[:n_dev], rows[n_dev:]
+        data = read_people_rows(input_path, dev_path=dev_path, dev_fraction=dev_fraction)
         nlp = load_pipeline(resolved, gpu_id)
-        name, pipe = _petra_pipe(nlp, component)
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
-
-    def overwrite_logs(selected):
-        logs = []
-        for doc in _pipe_all(nlp, [text for _, _, text, _ in selected], batch_size):
-            log = doc._.memory_log
-            if log is None:
-                raise ValueError(f"component {name!r} wrote no doc._.memory_log")
-            logs.append(log["overwrite"])
-        return logs
-
-    stored_alpha = getattr(getattr(pipe, "decoder", None), "people_alpha", None)
     try:
-        if alpha is not None:
-            source = "--alpha"
-        elif dev_rows:
-            alpha, _ = choose_alpha(overwrite_logs(dev_rows), [c for *_, c in dev_rows])
-            source = f"chosen on {len(dev_rows)} dev docs ({'--dev ' + str(dev_path) if dev_path else '--dev-fraction'})"
-        elif stored_alpha is not None:
-            alpha, source = stored_alpha, f"the component's cfg ({PEOPLE_ALPHA_KEY})"
-        else:
-            alpha, source = DEFAULT_ALPHA, "default (choose one with --dev or --dev-fraction)"
-        logs = overwrite_logs(rows)
+        counted = count_pipeline_people(nlp, data, alpha=alpha, component=component, batch_size=batch_size)
     except ValueError as err:
         raise _fail(err)
-    golds = [gold for *_, gold in rows]
-    counts = [people_count(over, alpha) for over in logs]
-    n_wrong, abs_err = count_errors(counts, golds)
-    typer.echo(f"{'ID':<20} {'gold':>5} {'pred':>5} {'diff':>5}")
-    for (_, ex_id, _, gold), predicted in zip(rows, counts):
-        typer.echo(f"{ex_id:<20} {gold:5d} {predicted:5d} {predicted - gold:+5d}")
-    typer.echo(f"alpha = {alpha:.2f} ({source})")
-    typer.echo(f"errors: {n_wrong} of {len(rows)} docs have a wrong count; mean absolute error {abs_err / len(rows):.2f}")
+    for line in counted.table_lines():
+        typer.echo(line)
     if output is not None:
         try:
-            save_with_settings(nlp, name, {PEOPLE_ALPHA_KEY: float(alpha)}, output)
+            counted.save(output)
         except (OSError, ValueError) as err:
             raise _fail(err)
-        typer.echo(f"stored alpha in components.{name} cfg ({PEOPLE_ALPHA_KEY}) of {output}")
-    typer.echo(json.dumps({"alpha": alpha, "errors": n_wrong, "docs": len(rows), "mae": abs_err / len(rows)}, sort_keys=True))
+        typer.echo(counted.stored_line(output))
+    typer.echo(json.dumps(counted.summary(), sort_keys=True))
 
 
 # Docs a nlp.pipe batch when drawing: a few Docs are drawn, so memory, not speed, sets it
@@ -713,6 +594,7 @@ def visualize_cmd(
     CR row over the tokens, darker = higher) as PNG and HTML, and the predicted
     clusters with displaCy's span renderer."""
     from .corpora.docbin import read_docbin
+    from .tuning.run import annotate_docs
     from .visualize import visualize_docs
 
     _check_count("--limit", limit)
@@ -720,7 +602,7 @@ def visualize_cmd(
     try:
         nlp = load_pipeline(model, gpu_id)
         docs = read_docbin(input_path, nlp.vocab)[:limit]
-        annotated = _annotate(nlp, docs, VISUALIZE_BATCH_SIZE, prefix)
+        annotated = annotate_docs(nlp, docs, VISUALIZE_BATCH_SIZE, prefix)
         written = visualize_docs(annotated, output_dir, prefix=prefix, wrap=wrap)
     except (DataFormatError, OSError, ValueError, ImportError) as err:
         raise _fail(err)

@@ -508,3 +508,44 @@ def test_the_memcoref_console_script_points_at_a_function():
     module, _, function = scripts["memcoref"].partition(":")
     assert callable(getattr(importlib.import_module(module), function))
     assert "[project" not in (root / "pyproject.toml").read_text(encoding="utf8")  # one place for the metadata
+
+
+# ----- a thin CLI: the tuning commands print what tuning/ returns (issue 64, item 5) -------
+
+
+@pytest.mark.filterwarnings("ignore::spacy_memcoref.pipeline.coref_component.UntrainedWarning")
+def test_the_tuning_commands_print_what_the_tuning_functions_return(models, tmp_path):
+    import dataclasses
+
+    from spacy_memcoref.loading import load_pipeline
+    from spacy_memcoref.tuning.gap import GapThresholdResult, tune_pipeline_gap_threshold
+    from spacy_memcoref.tuning.link_threshold import LinkThresholdResult, tune_pipeline_link_threshold
+    from spacy_memcoref.tuning.people import PeopleCountResult, count_pipeline_people, read_people_rows
+
+    def printed(args) -> List[str]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        return result.stdout.splitlines()
+
+    s2e, petra, dev, gap = str(models / "s2e"), str(models / "petra"), models / "dev.spacy", models / "gap.spacy"
+    linked = tune_pipeline_link_threshold(load_pipeline(s2e), dev, model=s2e)
+    assert isinstance(linked, LinkThresholdResult) and dataclasses.is_dataclass(linked)
+    out = tmp_path / "link"
+    lines = [*linked.table_lines(), linked.stored_line(out), json.dumps(linked.summary(), sort_keys=True)]
+    assert printed(["tune-link-threshold", s2e, str(dev), "-o", str(out)]) == lines
+    tuned = tune_pipeline_gap_threshold(load_pipeline(petra), gap, calibrate=False, batch_size=3)
+    assert isinstance(tuned, GapThresholdResult) and tuned.component == "memcoref_petra"
+    out = tmp_path / "gap"
+    lines = [*tuned.table_lines(), tuned.stored_line(out), json.dumps(tuned.summary(), sort_keys=True)]
+    assert printed(["tune-gap-threshold", petra, str(gap), "-o", str(out), "--no-calibrate", "--batch-size", "3"]) == lines
+    people = tmp_path / "people.tsv"
+    people.write_text(PEOPLE, encoding="utf8")
+    data = read_people_rows(people, dev_fraction=0.5)
+    assert (len(data.dev_rows), len(data.rows), data.dev_option) == (1, 1, "--dev-fraction")
+    counted = count_pipeline_people(load_pipeline(petra), data)
+    assert isinstance(counted, PeopleCountResult) and counted.alpha_source == "chosen on 1 dev docs (--dev-fraction)"
+    out = tmp_path / "people"
+    lines = [*counted.table_lines(), counted.stored_line(out), json.dumps(counted.summary(), sort_keys=True)]
+    assert printed(["count-people", petra, str(people), "--dev-fraction", "0.5", "-o", str(out)]) == lines
+    # the functions save nothing: the commands do, with the result's save
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gap", "link", "people", "people.tsv"]

@@ -2,11 +2,15 @@
 link probabilities (Platt scaling, scoring.calibration.fit_platt) and the
 decision threshold with the best overall GAP F1 (paper §3.3: chosen on
 validation, used on test)."""
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from spacy.language import Language
 from spacy.tokens import Doc
 
+from ..corpora.docbin import read_docbin
 from ..decoders.calibration import calibrate
 from ..decoders.petra import gap_linked
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY, has_gap_annotation
@@ -15,6 +19,8 @@ from ..scoring.calibration import expected_calibration_error, fit_platt, reliabi
 from ..scoring.gap_decisions import gap_gold, stored_gap_probabilities
 from ..scoring.gap_metrics import gap_scores
 from .grid import PROBABILITY_GRID, best_on_grid
+from .run import annotate_docs, petra_component
+from .save import save_with_settings
 
 Gold = Dict[str, Tuple[str, bool, bool]]
 Probabilities = Dict[str, Tuple[float, float]]
@@ -103,3 +109,100 @@ def tune_gap_decisions(gold: Gold, raw: Probabilities, before: Sequence[float], 
         rows = reliability_table([calibrate(p, calibration) for p in raw_p], labels)
         reliability[label] = {"calibration": calibration, "ece": expected_calibration_error(rows), "bins": rows}
     return {"calibration": after, "threshold": best, "table": table, "reliability": reliability}
+
+
+@dataclass
+class GapThresholdResult:
+    """PeTra's GAP decisions chosen on validation data (`tune-gap-threshold`).
+
+    nlp (Language): the pipeline (its component not yet changed: `save`).
+    component (str): the PeTra component tuned.
+    n_docs (int): the validation documents.
+    calibration (List[float]): the calibration chosen ([scale, shift]).
+    threshold (float): the best threshold on the calibrated probabilities.
+    table (List[Tuple[float, Dict[str, float]]]): (threshold, gap_scores) for every threshold.
+    reliability (Dict[str, Dict[str, Any]]): "before" and "after": the
+        calibration, its ECE and its reliability_table bins.
+    """
+
+    nlp: Any = field(repr=False)
+    component: str
+    n_docs: int
+    calibration: List[float]
+    threshold: float
+    table: List[Tuple[float, Dict[str, float]]]
+    reliability: Dict[str, Dict[str, Any]]
+
+    def scores(self, threshold: float) -> Dict[str, float]:
+        """The GAP scores at a threshold of the grid."""
+        return dict(self.table)[threshold]
+
+    def table_lines(self) -> List[str]:
+        """The reliability tables (before and after calibration), then the
+        scores at every threshold, the best one marked."""
+        lines = []
+        for label, reliability in self.reliability.items():
+            calibration, rows = reliability["calibration"], reliability["bins"]
+            lines.append(
+                f"reliability {label} (scale {calibration[0]:.3f}, shift {calibration[1]:.3f}; "
+                f"ECE {100 * reliability['ece']:.1f}) on {sum(row['n'] for row in rows)} candidates:"
+            )
+            lines.append(f"{'bin':>11} {'n':>5} {'mean p':>7} {'linked':>7}")
+            for row in rows:
+                lines.append(f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}")
+        lines.append(f"{'threshold':>9} {'P':>6} {'R':>6} {'F1':>6} {'F1 masc':>8} {'F1 fem':>7}")
+        for t, scores in self.table:
+            mark = "  <- best" if t == self.threshold else ""
+            lines.append(
+                f"{t:9.2f} {100 * scores['gap_p']:6.1f} {100 * scores['gap_r']:6.1f} {100 * scores['gap_f']:6.1f}"
+                f" {100 * scores['gap_f_masc']:8.1f} {100 * scores['gap_f_fem']:7.1f}{mark}"
+            )
+        return lines
+
+    def save(self, output: Union[str, Path]) -> Dict[str, Any]:
+        """Save the pipeline to `output` with the threshold and calibration
+        in the component's cfg and config.cfg (tuning.save.save_with_settings)."""
+        return save_with_settings(self.nlp, self.component, {"gap_threshold": self.threshold, "gap_calibration": self.calibration}, output)
+
+    def stored_line(self, output: Union[str, Path]) -> str:
+        """The line that says what was chosen and where it was stored."""
+        after = self.calibration
+        return (
+            f"calibration [{after[0]:.4f}, {after[1]:.4f}]; best threshold {self.threshold:.2f} "
+            f"(GAP F1 {100 * self.scores(self.threshold)['gap_f']:.1f} on {self.n_docs} docs, "
+            f"{100 * self.scores(0.5)['gap_f']:.1f} at 0.5); stored as components.{self.component}.gap_threshold "
+            f"and gap_calibration in {output}"
+        )
+
+    def summary(self) -> Dict[str, Any]:
+        """The threshold, calibration, reliability and the best scores
+        (undefined ones null): the command's JSON line."""
+        best = self.scores(self.threshold)
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in best.items()}
+        return {
+            "threshold": self.threshold, "calibration": self.calibration, "gap_f_at_0.5": self.scores(0.5)["gap_f"],
+            "reliability": self.reliability, **clean,
+        }
+
+
+def tune_pipeline_gap_threshold(
+    nlp: Language, input_path: Union[str, Path], *, component: Optional[str] = None, calibrate: bool = True, batch_size: int = 16
+) -> GapThresholdResult:
+    """Calibrate a pipeline's PeTra GAP link probabilities and choose its
+    decision threshold on a DocBin of GAP validation Docs (`tune-gap-threshold`).
+
+    nlp (Language): the pipeline.
+    input_path (Union[str, Path]): the DocBin (from `convert gap`).
+    component (Optional[str]): the PeTra component (default: the first one).
+    calibrate (bool): fit the calibration first (else keep the component's).
+    batch_size (int): Docs a nlp.pipe batch.
+    RETURNS (GapThresholdResult): what was chosen; nothing is saved.
+    RAISES ValueError: no PeTra component; Docs without GAP annotation or
+        link probabilities; a bad DocBin (DataFormatError).
+    """
+    name, pipe = petra_component(nlp, component)
+    docs = read_docbin(input_path, nlp.vocab)
+    annotated = annotate_docs(nlp, docs, batch_size, pipe.prefix)
+    gold, raw = gap_gold_and_probabilities(annotated, source=input_path, component=name)
+    tuned = tune_gap_decisions(gold, raw, pipe.decoder.calibration(), fit=calibrate)
+    return GapThresholdResult(nlp, name, len(gold), tuned["calibration"], tuned["threshold"], tuned["table"], tuned["reliability"])

@@ -7,14 +7,20 @@ all spans, so 0 can link far too little; the antecedent ranking does not
 depend on the threshold, so the model predicts once a document and the
 decoder (decoders.s2e.S2EDecoder) decodes that prediction at every threshold.
 """
-from typing import Any, Dict, Iterable, List, Sequence, Tuple
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from spacy.language import Language
 from spacy.training import Example
 
+from ..corpora.docbin import read_docbin
 from ..decoders.s2e import S2EDecoder
 from ..doc_helpers.clusters import write_clusters
 from ..scoring.spacy_scorer import score_coref_examples
 from .grid import LINK_THRESHOLDS, best_on_grid
+from .run import coref_component
+from .save import save_with_settings
 
 SCORE_KEYS = ("coref_conll_f", "coref_muc_f", "coref_b3_f", "coref_ceafe_f", "coref_lea_f", "coref_mentions_p", "coref_mentions_r")
 # ties go to the threshold nearest the paper's decision (the null antecedent's score)
@@ -79,3 +85,82 @@ def tune_link_threshold(
     predictions = predict_each(pipe, [eg.predicted for eg in examples])
     table = scores_by_threshold(pipe, examples, predictions, thresholds)
     return best_threshold(table), table
+
+
+@dataclass
+class LinkThresholdResult:
+    """The link threshold of one pipeline's s2e component, chosen on dev data.
+
+    model (str): the pipeline, as the user named it.
+    nlp (Language): the pipeline (its component not yet changed: `save`).
+    component (str): the s2e component tuned.
+    threshold (float): the best threshold.
+    table (Dict[float, Dict[str, float]]): the scores at every threshold.
+    n_docs (int): the dev documents.
+    """
+
+    model: str
+    nlp: Any = field(repr=False)
+    component: str
+    threshold: float
+    table: Dict[float, Dict[str, float]]
+    n_docs: int
+
+    @property
+    def conll_f(self) -> float:
+        """The best threshold's CoNLL F1 (to 1e-10, as best_threshold compares)."""
+        return round(self.table[self.threshold]["coref_conll_f"], 10)
+
+    def checkpoint_line(self) -> str:
+        """The line that sums up this checkpoint among several (--also)."""
+        return f"{self.model}: best threshold {self.threshold:.2f}, CoNLL F1 {100 * self.conll_f:.2f}"
+
+    def table_lines(self) -> List[str]:
+        """The scores at every threshold, the best one marked."""
+        lines = [f"{'threshold':>9} {'MUC':>6} {'B3':>6} {'CEAFe':>6} {'CoNLL':>6} {'ment R':>7} {'ment P':>7}"]
+        for t, scores in self.table.items():
+            mark = "  <- best" if t == self.threshold else ""
+            lines.append(
+                f"{t:9.2f} {100 * scores['coref_muc_f']:6.1f} {100 * scores['coref_b3_f']:6.1f} {100 * scores['coref_ceafe_f']:6.1f}"
+                f" {100 * scores['coref_conll_f']:6.1f} {100 * scores['coref_mentions_r']:7.1f} {100 * scores['coref_mentions_p']:7.1f}{mark}"
+            )
+        return lines
+
+    def save(self, output: Union[str, Path]) -> Dict[str, Any]:
+        """Save the pipeline to `output` with the threshold in the
+        component's cfg and config.cfg (tuning.save.save_with_settings)."""
+        return save_with_settings(self.nlp, self.component, {"link_threshold": self.threshold}, output)
+
+    def stored_line(self, output: Union[str, Path], *, among_several: bool = False) -> str:
+        """The line that says what was chosen and where it was stored."""
+        return (
+            f"best threshold {self.threshold:.2f} (CoNLL F1 {100 * self.table[self.threshold]['coref_conll_f']:.2f} on {self.n_docs} docs); "
+            f"stored as components.{self.component}.link_threshold in {output}" + (f" (from {self.model})" if among_several else "")
+        )
+
+    def summary(self, *, among_several: bool = False) -> Dict[str, Any]:
+        """The threshold and its scores (and, among several, the model): the command's JSON line."""
+        return {"threshold": self.threshold, **self.table[self.threshold], **({"model": self.model} if among_several else {})}
+
+
+def tune_pipeline_link_threshold(
+    nlp: Language, dev_path: Union[str, Path], *, component: Optional[str] = None, model: str = ""
+) -> LinkThresholdResult:
+    """The best link threshold of a pipeline's s2e component on a DocBin of
+    dev Docs with gold clusters (`tune-link-threshold`): the gold Docs
+    themselves, clusters dropped, as `predict` runs them (speakers kept).
+
+    nlp (Language): the pipeline.
+    dev_path (Union[str, Path]): the dev DocBin (from `convert conll`).
+    component (Optional[str]): the s2e component (default: the first
+        coreference component).
+    model (str): the pipeline's name, for messages and the result.
+    RETURNS (LinkThresholdResult): the threshold and the table; nothing is saved.
+    RAISES ValueError: no such component, or not an s2e one; a bad or empty
+        DocBin (DataFormatError).
+    """
+    name, pipe = coref_component(nlp, component, model)
+    references = read_docbin(dev_path, nlp.vocab)
+    examples = [Example(ref.copy(), ref) for ref in references]
+    best, table = tune_link_threshold(pipe, examples)
+    return LinkThresholdResult(model, nlp, name, best, table, len(examples))
