@@ -33,12 +33,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from ..doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters, write_clusters
 from ..errors import DataFormatError, clip, quote
 from ..util import Clusters, TokenSpan, atomic_output, refuse_overwriting_input
 from .docbin import load_docbin
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spacy.tokens import Doc
 
 # At least: doc id, part number, word number, word, coreference column.
 MIN_COLUMNS = 5
@@ -445,7 +448,8 @@ def _raw_to_doc(raw: _RawDoc, vocab) -> "Doc":
 
     words = raw.words or []
     n = len(words)
-    doc = Doc(vocab, words=words, spaces=[True] * (n - 1) + [False] if n else [], sent_starts=raw.sent_starts)
+    sent_starts = cast(Optional[List[Union[bool, int, None]]], raw.sent_starts)  # spaCy's hint (a list is invariant)
+    doc = Doc(vocab, words=words, spaces=[True] * (n - 1) + [False] if n else [], sent_starts=sent_starts)
     write_clusters(doc, [[Span(doc, s, e + 1) for s, e in cluster] for cluster in raw.clusters])
     speakers = raw.speakers or []
     if any(s is not None for s in speakers):
@@ -453,8 +457,9 @@ def _raw_to_doc(raw: _RawDoc, vocab) -> "Doc":
         start = 0
         for i in range(1, n + 1):
             if i == n or speakers[i] != speakers[start]:
-                if speakers[start] is not None:
-                    spans.append(Span(doc, start, i, label=speakers[start]))
+                speaker = speakers[start]
+                if speaker is not None:
+                    spans.append(Span(doc, start, i, label=speaker))
                 start = i
         doc.spans["speakers"] = SpanGroup(doc, name="speakers", spans=spans)
     doc.user_data["doc_id"] = raw.doc_id

@@ -30,7 +30,7 @@ little ungrammatical; they do not touch the labels.
 """
 import copy
 import random
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -118,7 +118,7 @@ def gender_swapped_doc(doc: Doc, words: Optional[List[str]] = None) -> Doc:
     if words is None:
         words = swap_gender_words([token.text for token in doc])
     spaces = [bool(token.whitespace_) for token in doc]
-    sent_starts = None
+    sent_starts: Optional[List[Union[bool, int, None]]] = None
     if doc.has_annotation("SENT_START"):
         sent_starts = [bool(token.is_sent_start) for token in doc]
     new = Doc(doc.vocab, words=words, spaces=spaces, sent_starts=sent_starts)
@@ -141,10 +141,10 @@ def gender_swapped_example(example: Example, *, nouns: bool = False, names: bool
     reference = example.reference
     ref_words = swap_gender_words([token.text for token in reference], nouns=nouns, names=names)
     by_offset = {token.idx: (token.text, new) for token, new in zip(reference, ref_words) if new != token.text}
-    pred_words = []
+    pred_words: List[str] = []
     for token in example.predicted:
-        old, new = by_offset.get(token.idx, (None, None))
-        pred_words.append(new if old == token.text else token.text)
+        found = by_offset.get(token.idx)
+        pred_words.append(found[1] if found is not None and found[0] == token.text else token.text)
     return Example(gender_swapped_doc(example.predicted, pred_words), gender_swapped_doc(reference, ref_words))
 
 

@@ -443,7 +443,7 @@ def attach_gum_entities(
     if missing not in ("error", "skip"):
         raise ValueError(f"missing must be 'error' or 'skip', not {missing!r}")
     where = Path(gum) if not isinstance(gum, dict) else None
-    gum_docs = read_gum_entities(gum) if where is not None else gum
+    gum_docs = gum if isinstance(gum, dict) else read_gum_entities(gum)
     out = []
     for i, doc in enumerate(docs):
         doc_id = _doc_id(doc)

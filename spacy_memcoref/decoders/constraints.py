@@ -45,7 +45,7 @@ Whether a candidate may join a cluster depends on the whole cluster (a
 "she" may not join "Bob ... he" through "Bob"), so the decoders check each
 link against the cluster it would join, in text order.
 """
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
 
@@ -394,7 +394,7 @@ def violations(doc: Doc, clusters: Sequence[Sequence[TokenSpan]]) -> Dict[str, i
     rules = DocRules(doc)
     counts = {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
     for cluster in clusters:
-        spans = [tuple(span) for span in cluster]
+        spans = [cast(TokenSpan, tuple(span)) for span in cluster]
         counts["non_word"] += sum(not rules.is_word(span) for span in spans)
         counts["clause"] += sum(rules.is_clause(span) for span in spans)
         features: Set[str] = set()

@@ -19,7 +19,7 @@ component hands them over with `PeTraDecoder.configure`. A setting that is
 not given is not applied: no calibration, no stored threshold (readers then
 use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
 """
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 import numpy
 from spacy.tokens import Doc
@@ -114,7 +114,7 @@ class PeTraDecoder:
 
     def calibration(self) -> Tuple[float, float]:
         """(scale, shift) that this decoder applies (IDENTITY without one)."""
-        return tuple(self.gap_calibration) if self.gap_calibration is not None else IDENTITY
+        return cast(Tuple[float, float], tuple(self.gap_calibration)) if self.gap_calibration is not None else IDENTITY
 
     def gap_probabilities(self, probs: Tuple[float, float]) -> Dict[str, float]:
         """The gap_probs entry of raw (p_A, p_B): calibrated, with the raw

@@ -20,7 +20,7 @@ No spaCy import at module level: the CLI imports this module for its
 defaults and must stay fast.
 """
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, cast
 
 from ..util import Clusters
 
@@ -84,7 +84,7 @@ def numbered_clusters(doc: "Doc", prefix: str = CLUSTER_PREFIX) -> List[Tuple[in
     for key in cluster_keys(doc, prefix):
         group = doc.spans[key]
         if len(group):
-            out.append((cluster_number(key, prefix), group))
+            out.append((cast(int, cluster_number(key, prefix)), group))  # cluster_keys: numbered keys only
     return out
 
 

@@ -13,7 +13,7 @@ decoders package) owns the decisions taken on a prediction and writes it:
 ``decoder.write(doc, prediction)`` writes what a prediction holds beyond
 them. Only import this module from a model builder: it imports torch.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import torch
 from spacy.tokens import Doc
@@ -110,7 +110,7 @@ def build_coref_model(
     lr_scale (float): learning-rate multiplier for the head's parameters.
     RETURNS (Model[CorefInput, CorefOutput]): the model.
     """
-    head_layer = Model(
+    head_layer: Model[Any, Any] = Model(
         f"{name}_head",
         _head_forward,
         shims=[ScaledLRPyTorchShim(head, lr_scale=lr_scale)],
@@ -132,6 +132,7 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
     tok2vec, head, dropout = model.layers
     # Encoders choke on empty docs; the head handles them on its own.
     nonempty = [i for i, doc in enumerate(docs) if len(doc)]
+    backprop_tok2vec: Optional[Callable[[Any], Any]]
     if nonempty:
         batch = [docs[i] for i in nonempty]
         if is_train:
@@ -163,7 +164,7 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
 def _head_forward(model: Model, inputs, is_train: bool):
     docs, doc_vectors, golds = inputs
     make_head_input = model.attrs["make_head_input"]
-    shim = model.shims[0]
+    shim = cast(ScaledLRPyTorchShim, model.shims[0])
     device = shim.device
     tensors = [xp2torch(vec, requires_grad=is_train, device=device) for vec in doc_vectors]
     head_inputs = [make_head_input(doc, tensor) for doc, tensor in zip(docs, tensors)]
@@ -175,7 +176,7 @@ def _head_forward(model: Model, inputs, is_train: bool):
             grad = torch.tensor(float(d_loss), dtype=loss.dtype, device=loss.device)
             torch_backprop(ArgsKwargs(args=(loss,), kwargs={"grad_tensors": grad}))
         return [
-            torch2xp(t.grad) if t.grad is not None else model.ops.alloc2f(*vec.shape)
+            cast(Floats2d, torch2xp(t.grad)) if t.grad is not None else model.ops.alloc2f(*vec.shape)
             for t, vec in zip(tensors, doc_vectors)
         ]
 

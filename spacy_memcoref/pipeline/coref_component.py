@@ -11,7 +11,7 @@ import inspect
 import warnings
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, cast
 
 import numpy
 import srsly
@@ -90,7 +90,7 @@ def architecture_config(name: str, builder: Callable, **sub_models: Dict[str, An
 DEFAULT_ENCODER = architecture_config("spacy_memcoref.EmbeddedTransformer.v1", build_embedded_transformer)
 DEFAULT_S2E_MODEL = architecture_config("spacy_memcoref.S2E.v1", build_s2e, tok2vec=DEFAULT_ENCODER)
 
-DEFAULT_SCORE_WEIGHTS = {
+DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
     "coref_conll_f": 1.0,
     "coref_muc_f": 0.0,
     "coref_b3_f": 0.0,
@@ -231,7 +231,11 @@ def coref_components(nlp: Language, kind: Optional[str] = None, *, include_disab
     if kind is not None and kind not in COREF_KINDS:
         raise ValueError(f"kind {kind!r}: expected None or one of {', '.join(repr(k) for k in COREF_KINDS)}")
     pipes = nlp.components if include_disabled else nlp.pipeline
-    return [(name, pipe) for name, pipe in pipes if coref_kind(pipe) is not None and (kind is None or coref_kind(pipe) == kind)]
+    return [
+        (name, cast(CorefComponent, pipe))
+        for name, pipe in pipes
+        if coref_kind(pipe) is not None and (kind is None or coref_kind(pipe) == kind)
+    ]
 
 
 class CorefComponent(TrainablePipe):
@@ -465,7 +469,7 @@ class CorefComponent(TrainablePipe):
             with open(p, "rb") as file_:
                 self._load_model(file_.read(), Path(p))
 
-        deserialize = {
+        deserialize: Dict[str, Callable[[Path], Any]] = {
             "cfg": lambda p: self.cfg.update(deserialize_config(p)),
             "vocab": lambda p: self.vocab.from_disk(p, exclude=exclude),
             "model": load_model,

@@ -3,7 +3,7 @@
 import importlib.util
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -196,4 +196,4 @@ def encode_for_inference(
             segment = Doc(doc.vocab, words=[t.text for t in words], spaces=[bool(t.whitespace_) for t in words])
             pieces.append(predict([segment])[0][a - lo : b - lo])
         outputs[i] = xp.concatenate(pieces, axis=0)
-    return outputs
+    return cast(List[Floats2d], outputs)  # every one filled

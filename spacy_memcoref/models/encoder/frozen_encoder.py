@@ -8,7 +8,7 @@ EncoderCache keyed by the Doc's words: later epochs and evaluations run the
 encoder only on texts it has not seen. A pipeline that only predicts never
 fills the cache.
 """
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple, cast
 
 from spacy.tokens import Doc
 from thinc.api import Model
@@ -98,7 +98,7 @@ class _CachingForward:
             return _frozen_forward(model, docs, None, None)
         if self.cache_dir is not None and self.disk is None:
             # the weights are fixed from here on: fingerprint them once
-            settings = ("frozen_encoder", model.attrs["encoder_layers"], model.layers[0].attrs.get("inference_segments"))
+            settings: Tuple[Any, ...] = ("frozen_encoder", model.attrs["encoder_layers"], model.layers[0].attrs.get("inference_segments"))
             skip = model.attrs.get("skip_top_layers", 0)
             if skip:  # appended only when set, so caches written before stay valid
                 settings += ("skip_top_layers", skip)
@@ -148,7 +148,7 @@ def _frozen_forward(model: Model, docs: List[Doc], cache: Optional[EncoderCache]
                 cache.put(keys[i], value)
                 if disk is not None:
                     disk.put(keys[i], model.ops.to_numpy(value))
-        vectors = found
+        vectors = cast(List[Floats2d], found)  # every one filled
 
     def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
         return []

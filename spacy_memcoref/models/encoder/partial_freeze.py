@@ -12,7 +12,7 @@ after loading.
 
 torch is imported by the functions that need it, never at module import.
 """
-from typing import List
+from typing import List, cast
 
 from spacy.tokens import Doc
 from thinc.api import Model
@@ -140,7 +140,7 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
             if row in fresh_rows:
                 out[row, :n] = fresh[fresh_rows[row], :n]
             else:
-                out[row, :n] = cache.get(key)
+                out[row, :n] = cast(torch.Tensor, cache.get(key))  # cached: not missing
         return out
 
     def pass_through(hidden_states, *args, **kwargs):

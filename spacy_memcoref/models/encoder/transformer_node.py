@@ -2,17 +2,20 @@
 importing spacy_transformers (the frozen and partly frozen encoders and the
 builders' option checks all ask), and changing its Hugging Face model in
 place in a way that survives loading."""
-from typing import Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, cast
 
 from thinc.api import Model
 
+if TYPE_CHECKING:  # pragma: no cover
+    from spacy_transformers.layers.transformer_model import TransformerModel
 
-def find_transformer(tok2vec: Model) -> Optional[Model]:
+
+def find_transformer(tok2vec: Model) -> Optional["TransformerModel"]:
     """The spacy-transformers TransformerModel node inside a tok2vec (found
     by its name and attrs, so spacy_transformers need not be imported)."""
     for node in tok2vec.walk():
         if node.name == "transformer" and "get_spans" in node.attrs and "set_transformer" in node.attrs:
-            return node
+            return cast("TransformerModel", node)
     return None
 
 

@@ -56,7 +56,7 @@ Decisions where the paper leaves room (each cited where it is made):
   clusters (singletons are not clusters).
 """
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union, cast
 
 import numpy
 import torch
@@ -238,7 +238,7 @@ class PeTra(nn.Module):
         if len(features) == 0:
             raise ValueError("PeTra needs at least one document")
         device = features[0].device
-        dtype = self.gru.weight_ih_l0.dtype
+        dtype = cast(Tensor, self.gru.weight_ih_l0).dtype
         for b, x in enumerate(features):
             if x.dim() != 2 or x.shape[1] != self.input_size:
                 raise ValueError(
@@ -326,13 +326,14 @@ class PeTra(nn.Module):
         # MLP2's first layer reads [h; m; h*m; u] and MLP3 reads [h; m]: split
         # both by block. The h blocks (and the biases) for all tokens at once,
         # [B, T, mlp + H]; the m blocks of both as one [H, mlp + H] matrix.
-        w1, b1 = self.sim_mlp[0].weight, self.sim_mlp[0].bias
+        sim_first, sim_last = cast(nn.Linear, self.sim_mlp[0]), cast(nn.Linear, self.sim_mlp[2])
+        w1, b1 = sim_first.weight, sim_first.bias
         upd_w, upd_b = self.update.weight, self.update.bias
         from_h = nn.functional.linear(h, torch.cat([w1[:, :d], upd_w[:, :d]]), torch.cat([b1, upd_b]))
         w_mem = torch.cat([w1[:, d : 2 * d], upd_w[:, d:]]).t()  # [H, mlp + H]
         w_hm = w1[:, 2 * d : 3 * d].t()  # [H, mlp]
         w_u = w1[:, 3 * d]  # [mlp]
-        w2, b2 = self.sim_mlp[2].weight[0], self.sim_mlp[2].bias  # [mlp], [1]
+        w2, b2 = sim_last.weight[0], sim_last.bias  # [mlp], [1]
         key = None
         if self.init_key is not None:
             key = self.init_key.to(dtype).unsqueeze(0).expand(batch_size, n, k)
@@ -478,7 +479,7 @@ class PeTra(nn.Module):
                 coref_terms.append((w * bce).sum())
                 weight_terms.append(w.sum())
             outside = torch.ones(n_tokens, dtype=torch.bool, device=device)
-            inside = set()
+            inside: Set[int] = set()
             for start, end in g.spans:
                 outside[start : end + 1] = False
                 inside.update(range(start, end + 1))

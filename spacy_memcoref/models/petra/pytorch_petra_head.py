@@ -69,6 +69,8 @@ class PeTraHead(nn.Module):
     is their home.
     """
 
+    num_updates: torch.Tensor  # a buffer: the training batches seen
+
     def __init__(
         self,
         *,
@@ -91,10 +93,11 @@ class PeTraHead(nn.Module):
 
     # -- lazy construction ---------------------------------------------------
 
-    def _build(self, input_size: int, device: torch.device) -> None:
+    def _build(self, input_size: int, device: torch.device) -> PeTra:
         petra = PeTra(input_size, **self.petra_kwargs)
         petra.train(self.training)
         self.petra = petra.to(device)
+        return self.petra
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         key = prefix + "petra.gru.weight_ih_l0"
@@ -118,12 +121,12 @@ class PeTraHead(nn.Module):
         if self.mix is not None:
             feats = [self.mix(x) for x in feats]
         nonempty = [i for i, x in enumerate(feats) if x.shape[0] > 0]
-        if self.petra is None:
+        petra = self.petra
+        if petra is None:
             if not nonempty:
                 return None, [self._empty_prediction(self.petra_kwargs["num_cells"]) for _ in inputs]
             first = feats[nonempty[0]]
-            self._build(int(first.shape[1]), first.device)
-        petra = self.petra
+            petra = self._build(int(first.shape[1]), first.device)
         if self.training and golds is not None:
             petra.set_temperature(self.temperature())
             self.num_updates += 1

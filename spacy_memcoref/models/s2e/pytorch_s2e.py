@@ -85,16 +85,19 @@ def _span_scores(
     """
     n_tokens = start_scores.shape[0]
     positions = torch.arange(n_tokens, device=start_scores.device)
-    starts, ends, scores, same_sentence = [], [], [], []
+    start_parts: List[Tensor] = []
+    end_parts: List[Tensor] = []
+    score_parts: List[Tensor] = []
+    same_sentence: List[Tensor] = []
     for width in range(min(max_width, n_tokens)):
         n = n_tokens - width
         joint = (start_bilinear[:n] * m_end[width:]).sum(-1)
-        scores.append(start_scores[:n] + end_scores[width:] + joint)
-        starts.append(positions[:n])
-        ends.append(positions[width:])
+        score_parts.append(start_scores[:n] + end_scores[width:] + joint)
+        start_parts.append(positions[:n])
+        end_parts.append(positions[width:])
         if sent_ids is not None:
             same_sentence.append(sent_ids[:n] == sent_ids[width:])
-    starts, ends, scores = torch.cat(starts), torch.cat(ends), torch.cat(scores)
+    starts, ends, scores = torch.cat(start_parts), torch.cat(end_parts), torch.cat(score_parts)
     if sent_ids is not None:
         # one mask for all widths: far cheaper than indexing each width
         keep = torch.cat(same_sentence)
@@ -140,6 +143,8 @@ class S2EHead(nn.Module):
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
     """
+
+    distance_edges: Tensor  # a buffer: DISTANCE_BUCKET_EDGES on the head's device
 
     def __init__(
         self,
