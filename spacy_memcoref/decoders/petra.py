@@ -19,6 +19,7 @@ component hands them over with `PeTraDecoder.configure`. A setting that is
 not given is not applied: no calibration, no stored threshold (readers then
 use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
 """
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 import numpy
@@ -185,10 +186,52 @@ def decode_clusters(
     RETURNS (Clusters): clusters of inclusive token ranges (TokenSpan),
         mentions in text order, clusters by first mention.
     """
+    mentions, _ = decode_entities(log, threshold=threshold, rules=rules)
+    clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
+    return sorted(clusters)
+
+
+@dataclass
+class CellEpisodes:
+    """Where the decoding of a log stands after its last token, so that the
+    log of text that follows (a stream's next piece, read from the memory
+    as it was) is decoded as if the two were one log.
+
+    episode (List[int]): each cell's current episode (-1: never written).
+    features (List[Set[str]]): each cell's current entity's features
+        (decoders.constraints: the pronouns' gender, person, ...).
+    """
+
+    episode: List[int]
+    features: List[Set[str]] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_cells: int) -> "CellEpisodes":
+        return cls([-1] * n_cells, [set() for _ in range(n_cells)])
+
+
+def decode_entities(
+    log: Mapping[str, Any],
+    *,
+    threshold: float = 0.5,
+    rules: Optional[DocRules] = None,
+    state: Optional[CellEpisodes] = None,
+) -> Tuple[Dict[Tuple[int, int], List[TokenSpan]], CellEpisodes]:
+    """The mentions of a memory log by entity (cell, episode), by
+    decode_clusters' rules, singletons included; from `state` (where an
+    earlier log's decoding ended) when given.
+
+    RETURNS (Tuple[Dict, CellEpisodes]): {(cell, episode): mentions in text
+        order} and where the decoding stands after the log's last token.
+    """
     entity, over, coref = (numpy.asarray(log[key], dtype=numpy.float64) for key in ("entity", "overwrite", "coref"))
     n_cells = over.shape[1] if over.ndim == 2 else 0
-    episode = [-1] * n_cells
-    entity_features: Dict[Tuple[int, int], Set[str]] = {}
+    if state is None:
+        state = CellEpisodes.empty(n_cells)
+    elif len(state.episode) != n_cells:
+        raise ValueError(f"decode_entities: the state has {len(state.episode)} cells, the log {n_cells}")
+    episode = list(state.episode)
+    cell_features = [set(f) for f in state.features] if state.features else [set() for _ in range(n_cells)]
     mentions: Dict[Tuple[int, int], List[TokenSpan]] = {}
     current: Optional[Tuple[int, int]] = None
     start = 0
@@ -214,7 +257,7 @@ def decode_clusters(
 
             def fits(a: int) -> bool:
                 c = a % n_cells
-                return a < n_cells or episode[c] < 0 or not conflict(entity_features.get((c, episode[c]), set()) | features)
+                return a < n_cells or episode[c] < 0 or not conflict(cell_features[c] | features)
 
             action = int(numpy.argmax(scores))
             if features and not fits(action):
@@ -223,8 +266,9 @@ def decode_clusters(
             cell = action % n_cells
             if action < n_cells or episode[cell] < 0:
                 episode[cell] += 1
+                cell_features[cell] = set()
             ent_id = (cell, episode[cell])
-            entity_features.setdefault(ent_id, set()).update(features)
+            cell_features[cell].update(features)
         new_run = ent_id != current
         if current is not None and new_run:
             close(current, start, t - 1)
@@ -233,5 +277,4 @@ def decode_clusters(
         current = ent_id
     if current is not None:
         close(current, start, entity.shape[0] - 1)
-    clusters = [sorted(spans) for spans in mentions.values() if len(spans) >= min_mentions]
-    return sorted(clusters)
+    return mentions, CellEpisodes(episode, cell_features)
