@@ -55,6 +55,7 @@ def locate(
         path, given = os.environ[ENV_VAR], f"${ENV_VAR}"
     else:
         given = "encoder="
+    folder: Optional[Path]
     if path is not None:
         folder = Path(path).expanduser()
         if not (folder / WEIGHTS).is_file():

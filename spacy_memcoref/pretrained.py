@@ -26,7 +26,7 @@ torch and safetensors are imported by the functions that need them.
 import json
 from datetime import date
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from spacy.language import Language
 
@@ -278,7 +278,7 @@ def load_stored(folder: Path, meta: Dict[str, Any], *, encoder: Optional[Union[s
     stored = read_weights(folder / WEIGHTS_FILE)
     nlp = from_config(config)
     where = str(folder / WEIGHTS_FILE)
-    used = set()
+    used: Set[str] = set()
     with torch.no_grad():
         for pipe_name, node_name, module in torch_modules(nlp):
             state = module.state_dict()

@@ -18,6 +18,7 @@ import math
 from typing import Sequence, Tuple
 
 import numpy
+from numpy.typing import ArrayLike
 
 # The prior correction for the 5 : 50 class weights of PeTra's coref loss,
 # ln 10 to 6 decimals (so that it survives config and JSON round trips exactly).
@@ -28,7 +29,7 @@ IDENTITY = (1.0, 0.0)
 EPS = 1e-7
 
 
-def logit(p: numpy.ndarray) -> numpy.ndarray:
+def logit(p: ArrayLike) -> numpy.ndarray:
     p = numpy.clip(numpy.asarray(p, dtype=numpy.float64), EPS, 1.0 - EPS)
     return numpy.log(p) - numpy.log1p(-p)
 

@@ -148,7 +148,7 @@ def muc_counts(doc: PreparedDocument) -> Counts:
     for cluster in doc.response:
         # A mention counts when a later mention of the same response cluster
         # lies in the same key cluster: sum over key clusters of (overlap - 1).
-        seen = {}
+        seen: Dict[int, int] = {}
         for m in cluster:
             k = key_index.get(m)
             if k is not None:
@@ -203,7 +203,7 @@ def ceafe_counts(doc: PreparedDocument) -> Counts:
 
         response_sets = [set(c) for c in doc.response]
         scores = numpy.zeros((len(doc.key), len(doc.response)), dtype="float64")
-        index = {}
+        index: Dict[int, List[int]] = {}
         for j, cluster in enumerate(doc.response):
             for m in cluster:
                 index.setdefault(m, []).append(j)
