@@ -161,6 +161,16 @@ def test_a_checkpoint_of_another_config_is_refused(run, tmp_path):
         _quiet_train(_init(config), tmp_path / "empty", resume=True)
 
 
+def test_stop_after_needs_an_output_folder(tmp_path):
+    """stop_after stops with a checkpoint: without an output folder it is
+    refused before the first update (it was a TypeError at the stop)."""
+    from spacy_memcoref.errors import CheckpointError
+
+    config = _write_config(tmp_path)
+    with pytest.raises(CheckpointError, match="stop_after needs the output folder"):
+        _quiet_train(_init(config), None, stop_after=1)
+
+
 def _memcoref_train(*args, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(

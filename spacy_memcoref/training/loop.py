@@ -21,7 +21,7 @@ import signal
 import sys
 from pathlib import Path
 from timeit import default_timer as timer
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, cast
 
 from spacy.language import Language
 from spacy.schemas import ConfigSchemaTraining
@@ -92,7 +92,8 @@ def resumable_steps(
     `(batch, info, is_best_checkpoint)` after each update as it does, and
     calls `save(state)` after every `every`-th update and when `stop` is set
     (then raises TrainingStopped)."""
-    dropouts = constant(dropout) if isinstance(dropout, float) else dropout
+    # a schedule is a generator (thinc types constant() as an Iterable)
+    dropouts = cast(Iterator[float], constant(dropout) if isinstance(dropout, float) else dropout)
     batches = iter(train_data)
     epoch_starts = dict(state.epoch_starts)
     # draw again what the stopped run trained on
@@ -120,7 +121,9 @@ def resumable_steps(
             before_update(nlp, {"step": step, "epoch": epoch})
         drop = next(dropouts)
         for subbatch in subdivide_batch(batch, accumulate_gradient):
-            nlp.update(subbatch, drop=drop, losses=losses, sgd=False, exclude=exclude, annotates=annotating_components)
+            # sgd=False: no optimizer step here, as in spaCy's own loop (the stub types sgd as Optional[Optimizer])
+            nlp.update(subbatch, drop=drop, losses=losses, sgd=False, exclude=exclude, annotates=annotating_components)  # type: ignore[arg-type]
+        proc: Any  # a component (model, finish_update); nlp.pipeline types it as a Callable[[Doc], Doc]
         for name, proc in nlp.pipeline:
             if name not in exclude and getattr(proc, "is_trainable", False) and proc.model not in (True, False, None):
                 proc.finish_update(optimizer)
@@ -194,11 +197,15 @@ def train(
     resume (bool): continue from the newest complete checkpoint in
         output_path (CheckpointError if there is none, or it is of another config).
     stop_after (Optional[int]): stop after this many updates, as SIGTERM
-        does (write a checkpoint, raise TrainingStopped); for tests.
+        does (write a checkpoint, raise TrainingStopped); for tests. Needs
+        output_path (CheckpointError without it).
     RAISES TrainingStopped: stopped by a signal or stop_after, a checkpoint written.
     RETURNS (Tuple[Language, Optional[Path]]): the pipeline and model-last's path.
     """
     msg = Printer(no_print=True)
+    if stop_after is not None and output_path is None:
+        # checked before the first update: the stop writes a checkpoint into output_path
+        raise CheckpointError(None, "stop_after needs the output folder that the checkpoint is written to")
     if output_path is not None:
         output_path = Path(output_path)
         output_path.mkdir(parents=True, exist_ok=True)
@@ -230,6 +237,7 @@ def train(
         ckpt.remove_checkpoints(output_path)
 
     def save_model(is_best: bool) -> None:
+        assert output_path is not None  # called only with an output folder
         with nlp.use_params(optimizer.averages):
             before_to_disk(nlp).to_disk(output_path / DIR_MODEL_LAST)
         if is_best:
@@ -238,6 +246,12 @@ def train(
             if (output_path / DIR_MODEL_BEST).exists():
                 shutil.rmtree(output_path / DIR_MODEL_BEST)
             shutil.copytree(output_path / DIR_MODEL_LAST, output_path / DIR_MODEL_BEST)
+
+    def save_checkpoint(state: ckpt.TrainState) -> Path:
+        # called every `every` updates (0 without an output folder) and at a stop (signal
+        # handlers only with an output folder, stop_after checked above)
+        assert output_path is not None
+        return _save_checkpoint(output_path, nlp, optimizer, state, stdout)
 
     stop = StopFlag(stop_after)
     steps = resumable_steps(
@@ -254,7 +268,7 @@ def train(
         annotating_components=annotating_components,
         before_update=before_update,
         state=state,
-        save=lambda s: _save_checkpoint(output_path, nlp, optimizer, s, stdout),
+        save=save_checkpoint,
         every=every,
         stop=stop,
     )
