@@ -209,6 +209,7 @@ def load_pipeline(model: Union[str, ResolvedModel], gpu_id: Optional[int] = -1, 
     if resolved.shipped:  # by name or as its folder
         from . import pretrained
 
+        assert resolved.folder is not None  # a shipped model is found by its folder (resolve_model)
         return pretrained.load_stored(resolved.folder, resolved.meta)
     model = resolved.model
     try:

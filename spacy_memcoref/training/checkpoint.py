@@ -28,7 +28,7 @@ import random
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy
 from spacy.language import Language
@@ -89,7 +89,8 @@ def _random_states() -> Dict[str, Any]:
     import torch
 
     version, internal, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = numpy.random.get_state()
+    # the legacy tuple (get_state's default; typed as a union with the dict form)
+    kind, keys, pos, has_gauss, cached = cast(Tuple[str, numpy.ndarray, int, int, float], numpy.random.get_state())
     states = {
         "python": [version, list(internal), gauss],
         "numpy": [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)],
@@ -200,14 +201,15 @@ def _restore_optimizer(nlp: Language, optimizer: Optimizer, arrays: Dict[str, nu
             return (by_name[f"{place}|"], param)
         raise CheckpointError(None, f"the checkpoint holds optimizer state for {name!r}, which is not in this pipeline")
 
-    tables = {"mom1": optimizer.mom1, "mom2": optimizer.mom2}
+    tables: Dict[str, Dict[Any, Any]] = {"mom1": optimizer.mom1, "mom2": optimizer.mom2}
     if optimizer.averages is not None:
         tables["averages"] = optimizer.averages
     for table in tables.values():
         table.clear()
     for name, array in arrays.items():
-        table, key_name = name.split(":", 1)
-        tables[table][key_of(key_name)] = ops.asarray(array)
+        table_name, key_name = name.split(":", 1)
+        # Ops.asarray takes a numpy array (its signature names only thinc's array types)
+        tables[table_name][key_of(key_name)] = ops.asarray(array)  # type: ignore[arg-type]
     optimizer.nr_update.clear()
     optimizer.nr_update.update({key_of(k): v for k, v in counts["nr_update"].items()})
     optimizer.last_seen.clear()

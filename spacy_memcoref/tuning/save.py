@@ -109,7 +109,7 @@ def save_with_settings(nlp: Language, component: str, updates: Dict[str, Any], o
     RAISES ValueError: a setting the component's decoder does not own, or an
         invalid value (nothing is saved).
     """
-    pipe = nlp.get_pipe(component)
+    pipe: Any = nlp.get_pipe(component)  # a component (model, cfg); get_pipe types it as a Callable[[Doc], Doc]
     decoder = pipe.model.attrs.get("decoder")
     if decoder is None:
         raise ValueError(f"the component {component!r} has no decoder (not a spacy_memcoref coreference component)")
