@@ -374,7 +374,7 @@ def _is_plural(representative: "Span", tagged: bool, parsed: bool, they: bool = 
         head = words[-1] if words else part[-1]
     if tagged and head.tag_:
         return head.tag_ in ("NNS", "NNPS")
-    number = head.morph.get("Number")
+    number = head.morph.get("Number")  # type: ignore[call-arg]  # the stub omits get's default=None
     if number:
         return number == ["Plur"]
     lower = head.lower_

@@ -88,8 +88,8 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
             order = len(candidates)
             candidates.append((token.idx, end, order, text, None))
             if agreeing is not None:
-                verb, form_text = agreeing
-                candidates.append((verb.idx, verb.idx + len(verb.text), len(candidates), form_text, order))
+                verb_token, form_text = agreeing
+                candidates.append((verb_token.idx, verb_token.idx + len(verb_token.text), len(candidates), form_text, order))
     edits: List[Edit] = []
     shift = 0
     last_end = -1
@@ -145,8 +145,8 @@ def _pronoun_form(mention: "Span", tagged: bool, quoted: Sequence[bool]) -> Opti
 def _her_is_possessive(token: "Token", tagged: bool) -> bool:
     if tagged and token.tag_:
         return token.tag_ == "PRP$"
-    if tagged and token.morph.get("Poss"):
-        return token.morph.get("Poss") == ["Yes"]
+    if tagged and token.morph.get("Poss"):  # type: ignore[call-arg]  # the stub omits get's default=None
+        return token.morph.get("Poss") == ["Yes"]  # type: ignore[call-arg]  # the stub omits get's default=None
     if tagged and token.pos_:
         return token.pos_ == "DET"
     doc = token.doc
