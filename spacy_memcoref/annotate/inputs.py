@@ -92,7 +92,7 @@ class ShardPlan:
     index (int): the shard number, from 0.
     kind (str): the input kind.
     root (str): absolute folder of the relative paths in parts.
-    parts (List[list]): per input file the shard touches:
+    parts (List[Union[list, dict]]): per input file the shard touches:
         jsonl [relpath, start byte, end byte, line number of the first item],
         txt [relpath], spacy [relpath, first doc, end doc].
         A bad file is the part {"file": relpath, "line": line or None,
@@ -104,7 +104,7 @@ class ShardPlan:
     index: int
     kind: str
     root: str
-    parts: List[list] = field(default_factory=list)
+    parts: List[Union[list, Dict[str, Any]]] = field(default_factory=list)
     n_items: int = 0
     digest: str = ""
 
@@ -312,7 +312,8 @@ def plan_shards(spec: InputSpec, shard_size: int) -> Iterator[ShardPlan]:
     """
     if shard_size < 1:
         raise ValueError(f"shard size must be at least 1, got {shard_size}")
-    state = {"plan": None, "hash": None}
+    # the open shard (a ShardPlan or None), its sha1, the last closed shard's index
+    state: Dict[str, Any] = {"plan": None, "hash": None}
 
     def current() -> ShardPlan:
         if state["plan"] is None:
@@ -489,7 +490,7 @@ class _DocBinCache:
     """The last DocBin read, so the shards of one file do not reread it."""
 
     path: Optional[str] = None
-    docbin = None
+    docbin: Any = None  # a spacy.tokens.DocBin
 
 
 def read_shard(plan: ShardPlan, *, vocab=None, text_field: str = "text", id_field: str = "id", encoding: str = "utf-8") -> Iterator[Item]:
@@ -583,6 +584,7 @@ def shard_ids(plan: ShardPlan, *, text_field: str = "text", id_field: str = "id"
             for line_no, raw in _jsonl_lines(path, part):
                 item = _json_item(path, rel, line_no, raw, text_field=text_field, id_field=id_field, encoding=encoding)
                 if item.error is None:
+                    assert item.id is not None  # a good item has its id (_json_item)
                     yield item.id
         else:
             _, first, end = part

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import IO, Any, Dict, Optional, Union
 
 from ..loading import ResolvedModel
 from ..util import atomic_output
@@ -80,7 +80,7 @@ class OutputDir:
         if not os.access(self.path, os.W_OK):
             raise ValueError(f"OUTPUT_DIR {self.path} is not writable")
         self.identity = json.loads(json.dumps(identity))  # plain JSON types, as read back
-        self._lock_file = None
+        self._lock_file: Optional[IO[str]] = None
         self._lock()
         try:
             self._clean_temporary_files()

@@ -120,6 +120,7 @@ def check_model(resolved: ResolvedModel) -> None:
     spacy_memcoref."""
     model = resolved.model
     if resolved.given_path:
+        assert resolved.folder is not None  # a path given is its folder (resolve_model)
         if not (resolved.folder.is_dir() and (resolved.folder / "config.cfg").exists()):
             raise ValueError(f"{model} is not a spaCy pipeline folder (no config.cfg in it)")
         return

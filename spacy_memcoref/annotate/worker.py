@@ -146,6 +146,7 @@ def annotate_shard(
         result.n_docs += 1
         result.n_tokens += record["n_tokens"]
         result.n_clusters += len(record["clusters"])
+        assert item.id is not None  # a good item has its id (inputs.read_shard)
         result.ids.append(item.id)
         if docbin is not None:
             doc.user_data.setdefault("doc_id", item.id)
