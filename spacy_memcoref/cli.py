@@ -502,10 +502,11 @@ def tune_link_threshold_cmd(
 
     chosen = None  # the best checkpoint tuned so far
     try:
-        if also and output is None:
-            raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
-        if also and any(Path(c).resolve() == output.resolve() for c in [model, *also]):
-            raise ValueError(f"--output {output} is one of the checkpoints compared: save elsewhere")
+        if also:
+            if output is None:
+                raise ValueError("--also needs --output: the checkpoint saved may not be MODEL")
+            if any(Path(c).resolve() == output.resolve() for c in [model, *also]):
+                raise ValueError(f"--output {output} is one of the checkpoints compared: save elsewhere")
         candidates = [resolve_model(c) for c in [model, *also]]
         out_path = _output_path(candidates[0], output, [input_path, *(_model_input(c) for c in candidates[1:])])
         for resolved in candidates:
@@ -517,6 +518,7 @@ def tune_link_threshold_cmd(
                 chosen = tuned
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
+    assert chosen is not None  # MODEL at least was tuned
     for line in chosen.table_lines():
         typer.echo(line)
     try:
