@@ -43,7 +43,7 @@ on the returned Doc the same way.
 """
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_key, numbered_clusters
 from .resolution import is_tagged, representative_name, representative_of
@@ -93,6 +93,19 @@ class _Piece:
     mentions: List[Tuple[int, int, int]] = field(default_factory=list)
 
 
+@dataclass
+class _Cell:
+    """A PeTra memory cell's entity: its episode (decoders.petra), the
+    entity id (0: none yet) and name (the first mention's, while the entity
+    has only that one), and that first mention (pending: (piece index,
+    start_char, end_char)) until a second one makes it an entity."""
+
+    episode: int = -1
+    entity: int = 0
+    name: Optional[str] = None
+    pending: Optional[Tuple[int, int, int]] = None
+
+
 class StreamStateError(ValueError):
     """Bytes that are not a stream's saved state."""
 
@@ -118,7 +131,7 @@ class Stream:
         max_entities: int = 64,
         prefix: str = CLUSTER_PREFIX,
     ) -> None:
-        from .pipeline.coref_component import coref_components
+        from .pipeline.coref_component import coref_components, coref_kind
 
         if not coref_components(nlp):
             raise ValueError(f"Stream needs a pipeline with a memcoref component; this one has {nlp.pipe_names}")
@@ -128,7 +141,12 @@ class Stream:
         self.window_tokens = window_tokens
         self.max_entities = max_entities
         self.prefix = prefix
-        self._model_prefix = coref_components(nlp)[0][1].prefix
+        name, component = coref_components(nlp)[0]
+        self._coref_name = name
+        self._coref = component
+        self._model_prefix = component.prefix
+        # PeTra carries its memory from piece to piece; s2e re-reads the window
+        self.carries_memory = coref_kind(component) == "petra"
         self.reset()
 
     def reset(self) -> None:
@@ -137,6 +155,12 @@ class Stream:
         self._entities: "OrderedDict[int, StreamEntity]" = OrderedDict()
         self._next_id = 1
         self._n_pieces = 0
+        # PeTra: the memory (models.petra.petra_stream.MemoryState), where
+        # its log's decoding stands (decoders.petra.CellEpisodes) and each
+        # cell's entity (_Cell), None before the first piece
+        self._memory: Optional[Any] = None
+        self._episodes: Optional[Any] = None
+        self._cells: List[_Cell] = []
 
     # -- reading ---------------------------------------------------------
 
@@ -174,8 +198,11 @@ class Stream:
         index = self._n_pieces
         piece = _Piece(index, text, speaker, len(self.nlp.make_doc(text)))
         window = self._window_for(piece)
-        context, offsets = self._read(window + [piece])
-        piece_doc = self._assign(context, offsets, window, piece)
+        if self.carries_memory:
+            piece_doc = self._read_with_memory(window, piece)
+        else:
+            context, offsets = self._read(window + [piece])
+            piece_doc = self._assign(context, offsets, window, piece)
         self._n_pieces += 1
         self._pieces = window + [piece]
         self._prune()
@@ -196,8 +223,49 @@ class Stream:
                 "n_pieces": self._n_pieces,
                 "pieces": [asdict(p) for p in self._pieces],
                 "entities": [asdict(e) for e in self._entities.values()],
+                "memory": self._memory_state(),
             }
         )
+
+    def _memory_state(self) -> Optional[Dict[str, Any]]:
+        if self._memory is None or self._episodes is None:
+            return None
+        m = self._memory
+        return {
+            "shape": list(m.memory.shape),
+            "gru": m.gru.astype("float32").tobytes(),
+            "memory": m.memory.astype("float32").tobytes(),
+            "usage": m.usage.astype("float32").tobytes(),
+            "episode": list(self._episodes.episode),
+            "features": [sorted(f) for f in self._episodes.features],
+            "cells": [asdict(c) for c in self._cells],
+        }
+
+    def _restore_memory(self, saved: Optional[Dict[str, Any]]) -> None:
+        import numpy
+
+        from .decoders.petra import CellEpisodes
+        from .models.petra.petra_stream import MemoryState
+
+        self._memory, self._episodes, self._cells = None, None, []
+        if saved is None:
+            return
+        if not self.carries_memory:
+            raise StreamStateError("Stream.from_bytes: the state holds a PeTra memory; this pipeline's model is s2e")
+        n, d = saved["shape"]
+
+        def array(key: str, shape: Tuple[int, ...]) -> "numpy.ndarray":
+            return numpy.frombuffer(saved[key], dtype="float32").reshape(shape).copy()
+
+        try:
+            self._memory = MemoryState(gru=array("gru", (d,)), memory=array("memory", (n, d)), usage=array("usage", (n,)))
+        except ValueError as err:
+            raise StreamStateError(f"Stream.from_bytes: the saved memory does not have its shape ({err})") from err
+        self._episodes = CellEpisodes(list(saved["episode"]), [set(f) for f in saved["features"]])
+        self._cells = [
+            _Cell(c["episode"], c["entity"], c["name"], (c["pending"][0], c["pending"][1], c["pending"][2]) if c["pending"] is not None else None)
+            for c in saved["cells"]
+        ]
 
     def from_bytes(self, data: bytes) -> "Stream":
         """Restore a state saved by `to_bytes` (its settings too).
@@ -216,12 +284,13 @@ class Stream:
         try:
             settings = state["settings"]
             pieces = [
-                _Piece(p["index"], p["text"], p["speaker"], p["n_tokens"], [tuple(m) for m in p["mentions"]])  # type: ignore[misc]
+                _Piece(p["index"], p["text"], p["speaker"], p["n_tokens"], [(m[0], m[1], m[2]) for m in p["mentions"]])
                 for p in state["pieces"]
             ]
             entities = [StreamEntity(**e) for e in state["entities"]]
             next_id, n_pieces = int(state["next_id"]), int(state["n_pieces"])
             window_tokens, max_entities, prefix = settings["window_tokens"], settings["max_entities"], settings["prefix"]
+            self._restore_memory(state["memory"])
         except (KeyError, TypeError) as err:
             raise StreamStateError(f"Stream.from_bytes: the state is incomplete ({err!r})") from err
         _check_positive("window_tokens", window_tokens)
@@ -245,12 +314,16 @@ class Stream:
             window.append(earlier)
         return window[::-1]
 
-    def _read(self, pieces: List[_Piece]) -> Tuple["Doc", List[int]]:
+    def _read(self, pieces: List[_Piece], *, until_coref: bool = False) -> Tuple["Doc", List[int]]:
         """Run the pipeline over the pieces joined by whitespace (a space
         where a piece does not end in whitespace already), so that each
         piece's tokens are those it has alone. RETURNS the Doc and each
-        piece's character offset in it."""
-        offsets, parts, position = [], [], 0
+        piece's character offset in it. until_coref: run only the
+        components before the coreference one (PeTra's memory reads on
+        from its state instead)."""
+        offsets: List[int] = []
+        parts: List[str] = []
+        position = 0
         for p in pieces:
             if parts and parts[-1] and not parts[-1][-1].isspace():
                 parts.append(" ")
@@ -267,7 +340,13 @@ class Stream:
                     speakers.append(span)
         if speakers:
             doc.spans[SPEAKERS_KEY] = speakers
-        return self.nlp(doc), offsets
+        if not until_coref:
+            return self.nlp(doc), offsets
+        for name, proc in self.nlp.pipeline:
+            if name == self._coref_name:
+                break
+            doc = proc(doc)
+        return doc, offsets
 
     def _assign(self, context: "Doc", offsets: List[int], window: List[_Piece], piece: _Piece) -> "Doc":
         """Give the new piece's mentions their entity ids (the rules at the
@@ -287,25 +366,100 @@ class Stream:
                 continue
             old = [s for s in spans if s.start_char < start]
             entity_id = self._cluster_entity(spans, old, new, known, piece, tagged)
-            for s in new:
-                own = self._speaker_entity(piece.speaker) if _is_first_person(s) and piece.speaker else entity_id
-                assigned[(s.start_char - start, s.end_char - start)] = own
+            for mention in new:
+                own = self._speaker_entity(piece.speaker) if _is_first_person(mention) and piece.speaker else entity_id
+                assigned[(mention.start_char - start, mention.end_char - start)] = own
             # earlier mentions that had no entity join this one, for later pieces
-            for s in old:
-                if (s.start_char, s.end_char) not in known:
-                    self._record_earlier(window, offsets, s, entity_id)
-        if piece.speaker is not None:
-            for token in context.char_span(start, start + len(piece.text), alignment_mode="expand") or []:
-                if token.lower_ in FIRST_PERSON:
-                    key = (token.idx - start, token.idx + len(token) - start)
-                    assigned.setdefault(key, self._speaker_entity(piece.speaker))
+            for mention in old:
+                if (mention.start_char, mention.end_char) not in known:
+                    self._record_earlier(window, offsets, mention, entity_id)
+        span = context.char_span(start, start + len(piece.text), alignment_mode="expand") if piece.text else None
+        if span is not None:
+            self._speaker_pronouns(span, start, piece, assigned)
+        self._count(piece, assigned)
+        return self._write_mentions(self._piece_doc(context, start, piece), piece)
+
+    def _speaker_pronouns(self, tokens: Any, start: int, piece: _Piece, assigned: Dict[Tuple[int, int], int]) -> None:
+        """Rule 1 for the first-person pronouns no cluster holds."""
+        if piece.speaker is None:
+            return
+        for token in tokens:
+            if token.lower_ in FIRST_PERSON:
+                key = (token.idx - start, token.idx + len(token) - start)
+                assigned.setdefault(key, self._speaker_entity(piece.speaker))
+
+    def _count(self, piece: _Piece, assigned: Dict[Tuple[int, int], int]) -> None:
+        """The piece's mentions into the piece and the table."""
         for (s, e), entity_id in sorted(assigned.items()):
             piece.mentions.append((s, e, entity_id))
             entity = self._entities[entity_id]
             entity.mentions += 1
             entity.last_piece = piece.index
             self._entities.move_to_end(entity_id)
-        return self._piece_doc(context, start, piece)
+
+    def _read_with_memory(self, window: List[_Piece], piece: _Piece) -> "Doc":
+        """PeTra: the encoder reads the window, the memory reads the piece
+        on from where it stood; entities are the cells' episodes (a cell
+        overwritten holds a new entity), by the rules at the top of this
+        module (1, then the cell's entity, then 4 and 5)."""
+        from .decoders.constraints import ALL_RULES, DocRules
+        from .decoders.petra import CellEpisodes, decode_entities
+        from .doc_helpers.memory_log import set_memory_log
+
+        context, offsets = self._read(window + [piece], until_coref=True)
+        start = offsets[-1]
+        first = next((t.i for t in context if t.idx >= start), len(context))
+        reading = self._coref.read_on(context, first, self._memory)
+        doc = self._piece_doc(context, start, piece)
+        n_cells = reading.log["overwrite"].shape[1]
+        if len(doc) != len(context) - first:  # the piece's own tokens differ from the window's (never seen)
+            raise RuntimeError(f"Stream: piece {piece.index} has {len(doc)} tokens alone, {len(context) - first} in its window")
+        if self._episodes is None:
+            self._episodes = CellEpisodes.empty(n_cells)
+            self._cells = [_Cell() for _ in range(n_cells)]
+        mentions, episodes = decode_entities(
+            reading.log, threshold=reading.decoding.threshold, rules=DocRules(doc, ALL_RULES), state=self._episodes
+        )
+        self._memory, self._episodes = reading.state, episodes
+        set_memory_log(doc, reading.log)
+        tagged = is_tagged(doc)
+        assigned: Dict[Tuple[int, int], int] = {}
+        by_start = sorted(((span, key) for key, spans in mentions.items() for span in spans), key=lambda x: (x[0][0], -x[0][1]))
+        for (s, e), (cell_index, episode) in by_start:
+            cell = self._cells[cell_index]
+            if cell.episode != episode:  # the cell was overwritten: a new entity
+                cell.episode, cell.entity, cell.name, cell.pending = episode, 0, None, None
+            span = doc[s : e + 1]
+            chars = (span.start_char, span.end_char)
+            if piece.speaker is not None and _is_first_person(span):
+                assigned[chars] = self._speaker_entity(piece.speaker)
+                cell.entity = cell.entity or assigned[chars]
+                continue
+            if cell.entity and cell.entity not in self._entities:  # left the table, still in a cell
+                self._entities[cell.entity] = StreamEntity(cell.entity, cell.name)
+            if not cell.entity:
+                if cell.pending is None and reading.decoding.min_mentions > 1:
+                    cell.pending = (piece.index, chars[0], chars[1])
+                    representative = representative_of([span], tagged)
+                    cell.name = representative_name(representative, tagged) if representative is not None else None
+                    continue
+                spans = [doc[a : b + 1] for a, b in mentions[(cell_index, episode)]]
+                representative = representative_of(spans, tagged)
+                # the pending first mention's name (its piece may have left the window) before this piece's
+                name = cell.name or (representative_name(representative, tagged) if representative is not None else None)
+                cell.entity = self._named_or_new(name)
+                cell.name = self._entities[cell.entity].name
+                if cell.pending is not None:
+                    pending_piece, a, b = cell.pending
+                    if pending_piece == piece.index:
+                        assigned[(a, b)] = cell.entity
+                    else:
+                        self._record_in_piece(window, pending_piece, a, b, cell.entity)
+                    cell.pending = None
+            assigned[chars] = cell.entity
+        self._speaker_pronouns(doc, 0, piece, assigned)
+        self._count(piece, assigned)
+        return self._write_mentions(doc, piece)
 
     def _cluster_entity(
         self,
@@ -325,6 +479,10 @@ class Stream:
             return self._speaker_entity(piece.speaker)
         representative = representative_of(spans, tagged)
         name = representative_name(representative, tagged) if representative is not None else None
+        return self._named_or_new(name)
+
+    def _named_or_new(self, name: Optional[str]) -> int:
+        """Rules 4 and 5: the entity of this name (a capitalized one), else a new one."""
         if name and name[:1].isupper():
             for entity in reversed(self._entities.values()):
                 if entity.name == name:
@@ -348,12 +506,20 @@ class Stream:
     def _record_earlier(self, window: List[_Piece], offsets: List[int], span: "Span", entity_id: int) -> None:
         for earlier, offset in zip(window, offsets):
             if offset <= span.start_char < offset + len(earlier.text):
-                earlier.mentions.append((span.start_char - offset, span.end_char - offset, entity_id))
-                self._entities[entity_id].mentions += 1
+                self._record_in_piece(window, earlier.index, span.start_char - offset, span.end_char - offset, entity_id)
                 return
 
+    def _record_in_piece(self, window: List[_Piece], index: int, start: int, end: int, entity_id: int) -> None:
+        """An earlier piece's mention joins an entity (for the pieces to come;
+        its Doc, returned already, is not changed)."""
+        self._entities[entity_id].mentions += 1
+        for earlier in window:
+            if earlier.index == index:
+                earlier.mentions.append((start, end, entity_id))
+
     def _piece_doc(self, context: "Doc", start: int, piece: _Piece) -> "Doc":
-        """The new piece as a Doc of its own, with the context's annotations."""
+        """The new piece as a Doc of its own, with the context's annotations
+        and the speaker; no mentions yet."""
         from spacy.tokens import Doc
 
         end = start + len(piece.text)
@@ -368,14 +534,20 @@ class Stream:
             doc = Doc(self.nlp.vocab, words=words, spaces=spaces)
             attrs = _annotated_attrs(sliced)
             if attrs:
-                doc.from_array(attrs, sliced.to_array(attrs))
+                doc.from_array(cast(Any, attrs), cast(Any, sliced.to_array(cast(Any, attrs))))
         if doc is None or doc.text != piece.text:
             # no tokens, or (never seen) tokens across the join: the piece's
             # own tokens, without the pipeline's other annotations
             doc = self.nlp.make_doc(piece.text)
         doc.user_data[PIECE_KEY] = piece.index
         if piece.speaker is not None and len(doc):
-            doc.spans[SPEAKERS_KEY] = [doc.char_span(0, len(doc.text), label=piece.speaker, alignment_mode="expand")]
+            turn = doc.char_span(0, len(doc.text), label=piece.speaker, alignment_mode="expand")
+            if turn is not None:
+                doc.spans[SPEAKERS_KEY] = [turn]
+        return doc
+
+    def _write_mentions(self, doc: "Doc", piece: _Piece) -> "Doc":
+        """The piece's mentions as doc.spans[f"{prefix}_{entity id}"]."""
         by_entity: Dict[int, List["Span"]] = {}
         for s, e, entity_id in piece.mentions:
             mention = doc.char_span(s, e, alignment_mode="expand")

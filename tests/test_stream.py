@@ -204,3 +204,70 @@ def test_bad_input_gets_a_clear_error(oracle_nlp):
         stream.from_bytes(srsly.msgpack_dumps({"version": 99}))
     with pytest.raises(StreamStateError, match="incomplete"):
         stream.from_bytes(srsly.msgpack_dumps({"version": 1, "settings": {}}))
+
+
+# ----- PeTra: the memory carried from piece to piece ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def context_free_petra():
+    """A PeTra (random, initialized) over an encoder that sees each token
+    alone (hash embeddings, no CNN): its features of a piece do not depend
+    on the window, so reading pieces must give the whole text's log."""
+    from conftest import PETRA_CNN_TOK2VEC, petra_config
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref_petra", config=petra_config(tok2vec=PETRA_CNN_TOK2VEC["embed"]))
+    nlp.initialize()
+    return nlp
+
+
+PIECES = ["Alice met Bob in Paris.", "She told him the museum was closed.", "He thanked her and left.", "  Later, Bob called Alice."]
+
+
+def test_petra_reading_pieces_gives_the_log_of_reading_the_whole_text(context_free_petra):
+    import numpy
+
+    stream = Stream(context_free_petra, window_tokens=4)  # the window never holds the first pieces
+    assert stream.carries_memory
+    docs = [stream.add(text) for text in PIECES]
+    whole = context_free_petra(" ".join(PIECES))
+    assert [len(d) for d in docs] == [len(context_free_petra.make_doc(t)) for t in PIECES]
+    assert sum(len(d) for d in docs) == len(whole)
+    for key in ("entity", "overwrite", "coref", "usage"):
+        pieces_log = numpy.concatenate([d._.memory_log[key] for d in docs])
+        numpy.testing.assert_allclose(pieces_log, whole._.memory_log[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    # the memory is the state: it does not grow with the pieces
+    size = len(stream.to_bytes())
+    for text in PIECES * 5:
+        stream.add(text)
+    assert len(stream.to_bytes()) <= size + 64
+
+
+def test_petra_stream_restored_from_bytes_reads_on_as_the_original(context_free_petra):
+    import numpy
+
+    original = Stream(context_free_petra)
+    for text in PIECES[:2]:
+        original.add(text)
+    restored = Stream(context_free_petra).from_bytes(original.to_bytes())
+    for text in PIECES[2:]:
+        a, b = original.add(text), restored.add(text)
+        assert ids_of(a) == ids_of(b)
+        numpy.testing.assert_array_equal(a._.memory_log["overwrite"], b._.memory_log["overwrite"])
+    assert restored.to_bytes() == original.to_bytes()
+    # a PeTra state does not load into an s2e stream
+    s2e_stream = Stream(spacy_memcoref.load("s2e-ontogum"))
+    with pytest.raises(StreamStateError, match="PeTra memory"):
+        s2e_stream.from_bytes(original.to_bytes())
+
+
+def test_the_shipped_petra_streams_its_memory(tmp_path):
+    stream = Stream(spacy_memcoref.load("petra-gap"))
+    first = stream.add("Zoe Telford played the police officer girlfriend of Simon.")
+    second = stream.add("She left him in 2010.")
+    assert first._.memory_log["overwrite"].shape == (len(first), 10)
+    assert second._.memory_log["overwrite"].shape == (len(second), 10)
+    # "She" is the entity that the first piece's Zoe Telford opened in a cell
+    she = id_of(second, "She")
+    assert stream.entity(she).name == "Zoe Telford"

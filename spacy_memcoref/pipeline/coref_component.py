@@ -327,6 +327,27 @@ class CorefComponent(TrainablePipe):
             UntrainedWarning,
         )
 
+    def read_on(self, doc: Doc, start: int, state: Optional[Any] = None) -> Any:
+        """PeTra only: read doc[start:] with the memory as it stood after
+        the text before (a stream's earlier pieces), the tokens before
+        `start` being the encoder's context only (models.petra.petra_stream).
+
+        doc (Doc): the context, then the piece.
+        start (int): the piece's first token.
+        state (Optional[MemoryState]): what the previous call returned;
+            None: the initial memory.
+        RETURNS (PieceReading): the piece's memory log (as doc._.memory_log
+            holds one), the state after it, the head's decoding settings.
+        """
+        if not is_petra_model(self.model):
+            raise ValueError(f"[{self.name}] read_on carries a PeTra memory; this component's model is s2e")
+        if not self._is_initialized():
+            raise ValueError(f"The '{self.name}' component is not initialized")
+        self._warn_if_untrained()
+        from ..models.petra.petra_stream import read_on
+
+        return read_on(self.model, doc, start, state)
+
     def token_vectors(self, docs: Iterable[Doc]) -> List[Any]:
         """The encoder's vectors for each Doc's tokens, as the model's head
         reads them (entities(..., vectors_from=nlp) averages them over
