@@ -10,6 +10,8 @@ from .about import __version__
 # Registers doc._.memory_log and token._.memory_usage (spaCy only, no torch),
 # so Docs read back from a DocBin have them without loading a pipeline.
 from .doc_helpers import memory_log  # noqa: F401
+# doc._.entity_vectors, likewise
+from .doc_helpers import entity_vectors as _entity_vectors  # noqa: F401
 from .entities import EntityRecord, Mention, entities
 from .models.encoder.bf16_autocast import run_in_bfloat16, run_in_float32
 from .resolution import Edit, Resolved, register_extension, resolve

@@ -1,7 +1,16 @@
 """Entity records: one a cluster, with its representative name, its
-mentions (token and character offsets, text) and, when asked for, a vector:
-the mean of the encoder's token vectors over the mentions' heads, for a
-downstream model that keeps an entity memory.
+mentions (token and character offsets, text) and a vector:
+
+- by default the coreference model's own (doc._.entity_vectors, written by
+  the component when it ran: for s2e the mean of its antecedent endpoint
+  features over the mentions; doc_helpers.entity_vectors), free to read;
+- with vectors_from=nlp, the mean of the encoder's token vectors over the
+  mentions' heads instead (the encoder runs again): a vector in the
+  encoder's own space, comparable with the token vectors of any text the
+  same encoder reads (e.g. to match an entity against words that no
+  cluster holds), and available for Docs whose clusters came from
+  elsewhere (gold, another tool);
+- None when neither is there.
 
 The one builder of a cluster's record: `annotate`'s JSONL records are these
 records too (EntityRecord.to_cluster_record). The rules:
@@ -25,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters
+from .doc_helpers.entity_vectors import entity_vector_map
 from .resolution import is_tagged, representative_name, representative_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,8 +65,9 @@ class EntityRecord:
         only).
     mentions (List[Mention]): in text order (by first token, the longer of
         two that start together first).
-    vector (Optional[numpy.ndarray]): with vectors_from: the mean encoder
-        vector over the mentions' heads, [width] float32.
+    vector (Optional[numpy.ndarray]): the model's own entity vector
+        (doc._.entity_vectors), or with vectors_from the mean encoder vector
+        over the mentions' heads, [width] float32; None without either.
     """
 
     cluster: int
@@ -101,7 +112,8 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
 
     doc (Doc): a Doc with clusters (from either model, a DocBin or by hand).
     vectors_from (Optional[Language]): a pipeline with a memcoref component:
-        its encoder gives each record a vector (None: no vectors, no cost).
+        its encoder gives each record a vector, in place of the model's own
+        (None: the model's own, doc._.entity_vectors, where the Doc has them).
     prefix (str): the cluster prefix.
     RETURNS (List[EntityRecord]): in cluster order.
     """
@@ -109,6 +121,7 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
     clusters = [(n, spans) for n, spans in clusters if spans]
     records = []
     tagged = is_tagged(doc)
+    own = entity_vector_map(doc, prefix)
     for number, spans in clusters:
         representative = representative_of(spans, tagged)
         records.append(
@@ -117,6 +130,7 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
                 # without a possessive marker: "Mary", not "Mary's"
                 name=representative_name(representative, tagged) if representative is not None else None,
                 mentions=[Mention(s.start, s.end, s.start_char, s.end_char, s.text) for s in spans],
+                vector=own.get(number),
             )
         )
     if vectors_from is not None and records:

@@ -147,6 +147,11 @@ class PeTraDecoder:
             prediction.memory_log, threshold=settings.threshold, min_mentions=settings.min_mentions, rules=DocRules(doc, rules)
         )
 
+    def entity_vectors(self, prediction: PeTraPrediction, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
+        """PeTra's entity vectors (a cell's state at the entity's last
+        mention) are not built yet: None."""
+        return None
+
     def write(self, doc: Doc, prediction: PeTraPrediction) -> None:
         """Write a prediction's extras: doc._.memory_log and, for a GAP Doc,
         doc.user_data["gap_probs"] (`gap_probabilities`)."""

@@ -11,6 +11,7 @@ a model's predictions to that model's decoder unread, holds a Decoder[Any].
 """
 from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Optional, Protocol, Tuple, TypeVar
 
+import numpy
 from spacy.tokens import Doc
 
 from ..util import Clusters
@@ -43,6 +44,12 @@ class Decoder(Protocol[PredictionT_contra]):
     ) -> Clusters:
         """The clusters of one prediction (inclusive token spans); with its
         Doc, under decoders.constraints' `rules`."""
+        ...
+
+    def entity_vectors(self, prediction: PredictionT_contra, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
+        """One vector a cluster of `clusters` (as written on the Doc) from
+        the model's own features, [K, D] float32, and what they are
+        (doc_helpers.entity_vectors); None when the model gives none."""
         ...
 
     def write(self, doc: Doc, prediction: PredictionT_contra) -> None:

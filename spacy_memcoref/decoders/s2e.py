@@ -22,7 +22,9 @@ import numpy
 from spacy.tokens import Doc
 
 from ..util import Clusters, TokenSpan
+from ..doc_helpers.entity_vectors import ENDPOINTS_SOURCE
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
+from .entity_vectors import pool_endpoints
 from .predictions import Choices, Links, S2EPrediction
 
 
@@ -141,6 +143,14 @@ class S2EDecoder:
         if doc is None or prediction.links is None:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
+
+    def entity_vectors(self, prediction: S2EPrediction, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
+        """One vector a cluster, pooled from the prediction's antecedent
+        endpoint features (decoders.entity_vectors), and their source;
+        None when the prediction has none."""
+        if prediction.endpoints is None:
+            return None
+        return pool_endpoints(prediction.endpoints, clusters), ENDPOINTS_SOURCE
 
     def write(self, doc: Doc, prediction: S2EPrediction) -> None:
         """s2e writes nothing beyond the clusters the component writes."""

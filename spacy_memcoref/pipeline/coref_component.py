@@ -31,6 +31,7 @@ from ..decoders.petra import DEFAULT_GAP_THRESHOLD
 from ..decoders.predictions import Prediction
 from ..decoders.protocol import Decoder
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
+from ..doc_helpers.entity_vectors import clear_entity_vectors, set_entity_vectors
 from ..doc_helpers.gold import copy_speakers
 from ..errors import ModelLoadError
 from ..models.encoder.encoder import build_embedded_transformer, encode_for_inference
@@ -106,6 +107,7 @@ DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
         "model": DEFAULT_S2E_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
         "link_threshold": None,
+        "entity_vectors": True,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -117,11 +119,14 @@ def make_memcoref(
     span_cluster_prefix: str,
     link_threshold: Optional[float],
     scorer: Optional[Callable],
+    entity_vectors: bool = True,
 ) -> "CorefComponent":
     """Coreference resolution with s2e (default) or PeTra, chosen by the model.
     s2e links a mention to its best antecedent when that pair scores above
     link_threshold (`tune-link-threshold` chooses and stores it; null: the
-    model block's link_threshold, where earlier versions kept it)."""
+    model block's link_threshold, where earlier versions kept it).
+    entity_vectors: write doc._.entity_vectors, one vector a cluster from the
+    model's own features (doc_helpers.entity_vectors); false: none, no bytes."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -130,6 +135,7 @@ def make_memcoref(
         span_cluster_prefix=span_cluster_prefix,
         scorer=scorer,
         settings={"link_threshold": link_threshold},
+        entity_vectors=entity_vectors,
     )
 
 
@@ -155,6 +161,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
         "gap_threshold": DEFAULT_GAP_THRESHOLD,
         "gap_calibration": [1.0, CLASS_WEIGHT_SHIFT],
         "people_alpha": None,
+        "entity_vectors": True,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
     default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
@@ -168,6 +175,7 @@ def make_memcoref_petra(
     gap_calibration: List[float],
     people_alpha: Optional[float],
     scorer: Optional[Callable],
+    entity_vectors: bool = True,
 ) -> "CorefComponent":
     """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
     doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
@@ -186,6 +194,7 @@ def make_memcoref_petra(
         span_cluster_prefix=span_cluster_prefix,
         scorer=scorer,
         settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, "people_alpha": people_alpha},
+        entity_vectors=entity_vectors,
     )
 
 
@@ -258,14 +267,19 @@ class CorefComponent(TrainablePipe):
         span_cluster_prefix: str = CLUSTER_PREFIX,
         scorer: Optional[Callable] = None,
         settings: Optional[Dict[str, Any]] = None,
+        entity_vectors: bool = True,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
+        if not isinstance(entity_vectors, bool):
+            raise ValueError(f"entity_vectors must be true or false, got {entity_vectors!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
+        # from the config alone (not the cfg saved with the weights): a user's choice, not a tuned setting
+        self.entity_vectors = entity_vectors
         if settings:
             self.cfg.update(self._hook("decoder").configure(settings))
         self._warned_unaligned = False
@@ -383,9 +397,14 @@ class CorefComponent(TrainablePipe):
             )
         decoder = self.decoder
         for doc, prediction in zip(docs, predictions):
-            clusters = [[doc[start : end + 1] for start, end in cluster] for cluster in decoder.clusters(prediction, doc=doc)]
-            write_clusters(doc, clusters, self.prefix)
+            token_clusters = decoder.clusters(prediction, doc=doc)
+            write_clusters(doc, [[doc[start : end + 1] for start, end in cluster] for cluster in token_clusters], self.prefix)
             decoder.write(doc, prediction)
+            vectors = decoder.entity_vectors(prediction, token_clusters) if self.entity_vectors else None
+            if vectors is None:
+                clear_entity_vectors(doc)
+            else:
+                set_entity_vectors(doc, range(1, len(token_clusters) + 1), vectors[0], vectors[1], self.prefix)
 
     # ----- training -----------------------------------------------------------
 

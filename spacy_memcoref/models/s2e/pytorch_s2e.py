@@ -428,13 +428,18 @@ class S2EHead(nn.Module):
             return S2EPrediction()
         starts, ends, choices, scores = self.document_choices(doc)
         scores = scores.float()
+        # the antecedent endpoint features, the model's own view of what a
+        # mention refers to, for the entity vectors (a cheap pass of two MLPs)
+        endpoints = torch.cat([self.antecedent_start(doc.tokens), self.antecedent_end(doc.tokens)], dim=-1)
         links = (starts.tolist(), ends.tolist(), choices[:, 0].tolist(), scores[:, 0].tolist())
         kept_choices, kept_scores = [], []
         for row, row_scores in zip(choices.tolist(), scores.tolist()):
             n = next((i for i, c in enumerate(row) if c < 0), len(row))
             kept_choices.append(row[:n])
             kept_scores.append(row_scores[:n])
-        return S2EPrediction(links=links, choices=(kept_choices, kept_scores))
+        return S2EPrediction(
+            links=links, choices=(kept_choices, kept_scores), endpoints=endpoints.detach().float().cpu().numpy()
+        )
 
     def forward(
         self, docs: Sequence[S2EDocument], golds: Optional[Sequence[Clusters]] = None
