@@ -38,9 +38,10 @@ class S2EPrediction:
 
     links: Optional[Links] = None
     choices: Optional[Choices] = None
-    # each token's antecedent endpoint features [T, 2 * hidden] float32
-    # (a^s of the token as a mention's start; a^e as its end): what an
-    # entity vector is pooled from (decoders.entity_vectors); None while
+    # each kept candidate's antecedent endpoint features [n, 2 * hidden]
+    # float32, in the order of links' starts and ends ([a^s(start);
+    # a^e(end)]): what an entity vector is pooled from
+    # (decoders.entity_vectors); None while
     # training and for a document without tokens; not compared by == (an
     # array has no one truth value; links and choices say what was decided)
     endpoints: Optional[numpy.ndarray] = field(default=None, compare=False)

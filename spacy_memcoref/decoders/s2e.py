@@ -148,9 +148,10 @@ class S2EDecoder:
         """One vector a cluster, pooled from the prediction's antecedent
         endpoint features (decoders.entity_vectors), and their source;
         None when the prediction has none."""
-        if prediction.endpoints is None:
+        if prediction.endpoints is None or prediction.links is None:
             return None
-        return pool_endpoints(prediction.endpoints, clusters), ENDPOINTS_SOURCE
+        starts, ends = prediction.links[0], prediction.links[1]
+        return pool_endpoints(prediction.endpoints, starts, ends, clusters), ENDPOINTS_SOURCE
 
     def write(self, doc: Doc, prediction: S2EPrediction) -> None:
         """s2e writes nothing beyond the clusters the component writes."""

@@ -428,9 +428,11 @@ class S2EHead(nn.Module):
             return S2EPrediction()
         starts, ends, choices, scores = self.document_choices(doc)
         scores = scores.float()
-        # the antecedent endpoint features, the model's own view of what a
-        # mention refers to, for the entity vectors (a cheap pass of two MLPs)
-        endpoints = torch.cat([self.antecedent_start(doc.tokens), self.antecedent_end(doc.tokens)], dim=-1)
+        # each kept candidate's antecedent endpoint features, the model's own
+        # view of what a mention refers to, for the entity vectors (two MLPs
+        # over the candidates' endpoints; only the kept candidates: every
+        # mention the decoder writes is one)
+        endpoints = torch.cat([self.antecedent_start(doc.tokens[starts]), self.antecedent_end(doc.tokens[ends])], dim=-1)
         links = (starts.tolist(), ends.tolist(), choices[:, 0].tolist(), scores[:, 0].tolist())
         kept_choices, kept_scores = [], []
         for row, row_scores in zip(choices.tolist(), scores.tolist()):
