@@ -29,8 +29,8 @@ def pool_endpoints(endpoints: numpy.ndarray, starts: Sequence[int], ends: Sequen
     row_of = {(s, e): i for i, (s, e) in enumerate(zip(starts, ends))}
     out = numpy.zeros((len(clusters), endpoints.shape[1]), dtype=numpy.float32)
     for row, cluster in enumerate(clusters):
-        missing = [m for m in cluster if tuple(m) not in row_of]
+        missing = [m for m in cluster if (m[0], m[1]) not in row_of]
         if missing:
             raise ValueError(f"entity vectors: mention {missing[0]} is not one of the model's candidates")
-        out[row] = endpoints[[row_of[tuple(m)] for m in cluster]].mean(axis=0)
+        out[row] = endpoints[[row_of[(m[0], m[1])] for m in cluster]].mean(axis=0)
     return out
