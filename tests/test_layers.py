@@ -24,6 +24,8 @@ below; two layers of one rank may not import each other):
    3.3 models.s2e      s2e's builder and torch module
    3.3 models.petra    PeTra's builder and torch modules (s2e and PeTra do
                        not import each other)
+   3.3 models.gating   EntityGating.v1: a downstream tok2vec's entity gate
+                       over the Docs' entity vectors (Thinc, no torch)
 4. scoring      metrics, GAP decisions
 5. pipeline     the spaCy components (and the training callbacks)
 6. tuning       choosing decoder settings on validation data: grids, the
@@ -59,6 +61,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "models.thinc_glue": ("models.glue", 3.2),
     "models.s2e": ("models.s2e", 3.3),
     "models.petra": ("models.petra", 3.3),
+    "models.entity_gating": ("models.gating", 3.3),  # a downstream tok2vec's entity gate (no torch)
     "scoring": ("scoring", 4),
     "pipeline": ("pipeline", 5),
     "training_callbacks": ("pipeline", 5),
