@@ -70,9 +70,9 @@ def _init(model: Model, X: Optional[List[Doc]] = None, Y: Any = None) -> None:
     # W: Glorot-uniform, as Thinc's Linear; G starts at zero, so that the
     # gates start at sigmoid(init_gate_bias) everywhere
     limit = numpy.sqrt(6.0 / (width + n_e))
-    model.set_param("W", ops.asarray2f(numpy.random.uniform(-limit, limit, (width, n_e)).astype("float32")))
+    model.set_param("W", ops.asarray2f(cast(Floats2d, numpy.random.uniform(-limit, limit, (width, n_e)).astype("float32"))))
     model.set_param("G", ops.alloc2f(width, 2 * width))
-    model.set_param("b", ops.asarray1f(numpy.full(width, model.attrs["init_gate_bias"], dtype="float32")))
+    model.set_param("b", ops.asarray1f(cast(Any, numpy.full(width, model.attrs["init_gate_bias"], dtype="float32"))))
 
 
 def _sigmoid(z: numpy.ndarray, xp: Any) -> numpy.ndarray:
@@ -82,7 +82,7 @@ def _sigmoid(z: numpy.ndarray, xp: Any) -> numpy.ndarray:
     return xp.where(positive, 1.0 / (1.0 + exp), exp / (1.0 + exp))
 
 
-def _entity_inputs(model: Model, doc: Doc) -> Tuple[Optional[numpy.ndarray], Optional[numpy.ndarray]]:
+def _entity_inputs(model: Model, doc: Doc) -> Tuple[Any, Any]:
     """The Doc's tokens in a mention (indices) and their entities' vectors
     ([M, nE]), or (None, None) when it has none."""
     stored = doc._.get(ENTITY_VECTORS_ATTR)
@@ -98,7 +98,7 @@ def _entity_inputs(model: Model, doc: Doc) -> Tuple[Optional[numpy.ndarray], Opt
     inside = numpy.nonzero(rows >= 0)[0]
     if inside.size == 0:
         return None, None
-    return model.ops.asarray1i(inside), model.ops.asarray2f(vectors[rows[inside]])
+    return model.ops.asarray1i(cast(Any, inside)), model.ops.asarray2f(vectors[rows[inside]])
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
@@ -107,7 +107,9 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats
     W, G, b = model.get_param("W"), model.get_param("G"), model.get_param("b")
     xp = model.ops.xp
     width = W.shape[0]
-    outputs, saved = [], []
+    outputs: List[Any] = []
+    saved: List[Any] = []
+    h: Any
     for doc, h in zip(docs, hidden):
         inside, entities = _entity_inputs(model, doc)
         if inside is None:
@@ -125,6 +127,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats
 
     def backprop(d_outputs: List[Floats2d]) -> Any:
         d_hidden = []
+        d_out: Any
         for d_out, kept in zip(d_outputs, saved):
             if kept is None:
                 d_hidden.append(d_out)
