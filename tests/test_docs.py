@@ -92,6 +92,7 @@ def builder_defaults(builder) -> Dict[str, Any]:
 
 def architectures():
     from spacy_memcoref.models.encoder.encoder import build_embedded_transformer
+    from spacy_memcoref.models.entity_gating import build_entity_gating
     from spacy_memcoref.models.petra.petra_model import build_petra
     from spacy_memcoref.models.s2e.s2e_model import build_s2e
 
@@ -99,10 +100,11 @@ def architectures():
         ("spacy_memcoref.S2E.v1", build_s2e),
         ("spacy_memcoref.PeTra.v1", build_petra),
         ("spacy_memcoref.EmbeddedTransformer.v1", build_embedded_transformer),
+        ("spacy_memcoref.EntityGating.v1", build_entity_gating),
     ]
 
 
-@pytest.mark.parametrize("index", range(3), ids=["S2E", "PeTra", "EmbeddedTransformer"])
+@pytest.mark.parametrize("index", range(4), ids=["S2E", "PeTra", "EmbeddedTransformer", "EntityGating"])
 def test_every_architecture_option_is_documented_with_its_default(index):
     name, builder = architectures()[index]
     documented = section_for(option_tables(CONFIGURATION), name)
