@@ -6,6 +6,7 @@ Everything here works without a trained model: speed and memory do not
 depend on the weights, so the pipeline is ``spacy.blank("en")`` +
 ``nlp.add_pipe("memcoref")`` + ``nlp.initialize()``.
 """
+
 import ctypes
 import gc
 import json
@@ -117,7 +118,11 @@ def build_pipeline(
     if chunk_size is not None:
         model["chunk_size"] = chunk_size
     if bfloat16 or encoder:
-        model["tok2vec"] = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": bfloat16, "name": encoder}
+        model["tok2vec"] = {
+            "@architectures": "spacy_memcoref.EmbeddedTransformer.v1",
+            "bfloat16": bfloat16,
+            "name": encoder,
+        }
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config={"model": model} if model else {})
     nlp.initialize()

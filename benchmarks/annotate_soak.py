@@ -10,6 +10,7 @@ cycled, each with its own id: short real text, nothing to download.
 
     python benchmarks/annotate_soak.py [--model s2e-ontogum] [--docs 20000] [--n-process 2] [--shard-size 250]
 """
+
 import argparse
 import json
 import shutil
@@ -56,7 +57,9 @@ def done_docs(out: Path) -> int:
     except (OSError, ValueError):
         return 0
     shards = manifest.get("shards", {})
-    return sum(int(s.get("docs", s.get("n_docs", 0))) for s in (shards.values() if isinstance(shards, dict) else shards))
+    return sum(
+        int(s.get("docs", s.get("n_docs", 0))) for s in (shards.values() if isinstance(shards, dict) else shards)
+    )
 
 
 def main() -> None:
@@ -75,8 +78,19 @@ def main() -> None:
             for i in range(args.docs):
                 f.write(json.dumps({"id": f"d{i}", "text": pool[i % len(pool)]}) + "\n")
         out = work / "out"
-        command = [sys.executable, "-m", "spacy_memcoref", "annotate", args.model, str(work / "input.jsonl"), str(out),
-                   "--n-process", str(args.n_process), "--shard-size", str(args.shard_size)]
+        command = [
+            sys.executable,
+            "-m",
+            "spacy_memcoref",
+            "annotate",
+            args.model,
+            str(work / "input.jsonl"),
+            str(out),
+            "--n-process",
+            str(args.n_process),
+            "--shard-size",
+            str(args.shard_size),
+        ]
         started = time.time()
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         samples = []  # (seconds, docs done, [worker RSS MiB])
@@ -100,7 +114,9 @@ def main() -> None:
         first = window(1, args.window)
         middle = window(args.docs // 2, args.docs // 2 + args.window)
         last = window(args.docs - args.window, args.docs - 1)
-        print(f"annotate {args.model}: {args.docs} documents, {args.n_process} processes, shards of {args.shard_size}, {total_s:.0f} s in all")
+        print(
+            f"annotate {args.model}: {args.docs} documents, {args.n_process} processes, shards of {args.shard_size}, {total_s:.0f} s in all"
+        )
         print("| documents | largest worker RSS, MiB | documents/s |")
         print("| --- | --: | --: |")
         print(f"| first {args.window} | {first[0]:.0f} | {first[1]:.1f} |")

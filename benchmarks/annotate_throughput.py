@@ -21,6 +21,7 @@ temporary folder.
     python benchmarks/annotate_throughput.py                     # 48 documents, ~5 min on 2 quiet cores
     python benchmarks/annotate_throughput.py --docs 4 --configs plain,local1,ray1   # a smoke run
 """
+
 import argparse
 import json
 import os
@@ -51,8 +52,12 @@ def parse_args(argv=None):
         description="documents/s and tokens/s of annotate (local 1/2 processes, Ray 1/2 workers) against plain nlp.pipe",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--docs", type=int, default=48, help="documents, alternately from LitBank and OntoGUM (dev, then train)")
-    p.add_argument("--model", default=None, help="a pipeline folder or package; None = an initialized s2e over the embedded MiniLM")
+    p.add_argument(
+        "--docs", type=int, default=48, help="documents, alternately from LitBank and OntoGUM (dev, then train)"
+    )
+    p.add_argument(
+        "--model", default=None, help="a pipeline folder or package; None = an initialized s2e over the embedded MiniLM"
+    )
     p.add_argument("--batch-size", type=int, default=4, help="documents a nlp.pipe batch (all runs)")
     p.add_argument("--shard-size", type=int, default=4, help="documents a shard (keep it a multiple of --batch-size)")
     p.add_argument("--configs", default=",".join(CONFIGS), help="which runs, comma-separated: " + ", ".join(CONFIGS))
@@ -123,7 +128,11 @@ def child(args) -> dict:
         t0 = time.time()
         nlp = load_pipeline(args.model, threads=1)
         load = time.time() - t0
-        texts = [json.loads(line)["text"] for line in Path(args.input).read_text(encoding="utf8").splitlines() if line.strip()]
+        texts = [
+            json.loads(line)["text"]
+            for line in Path(args.input).read_text(encoding="utf8").splitlines()
+            if line.strip()
+        ]
         t0 = time.time()
         n_docs = n_tokens = 0
         for doc in nlp.pipe(texts, batch_size=args.batch_size):
@@ -131,8 +140,12 @@ def child(args) -> dict:
             n_tokens += len(doc)
         busy = time.time() - t0
         return {
-            "documents": n_docs, "tokens": n_tokens, "busy_seconds": busy, "seconds": busy + load,
-            "load_seconds": load, "worker_peak_rss_mb": {str(os.getpid()): C.peak_rss_mb()},
+            "documents": n_docs,
+            "tokens": n_tokens,
+            "busy_seconds": busy,
+            "seconds": busy + load,
+            "load_seconds": load,
+            "worker_peak_rss_mb": {str(os.getpid()): C.peak_rss_mb()},
         }
     from spacy_memcoref.annotate import annotate_corpus
 
@@ -156,20 +169,50 @@ def report(results: dict, meta: dict) -> str:
     rows = []
     for name, r in results.items():
         if "error" in r:
-            rows.append([name, CONFIGS[name][1], "-", "-", float("nan"), float("nan"), float("nan"), float("nan"), r["error"][:80]])
+            rows.append(
+                [
+                    name,
+                    CONFIGS[name][1],
+                    "-",
+                    "-",
+                    float("nan"),
+                    float("nan"),
+                    float("nan"),
+                    float("nan"),
+                    r["error"][:80],
+                ]
+            )
             continue
         busy, wall = r["busy_seconds"], r["seconds"]
         rss = r.get("worker_peak_rss_mb") or {}
         rows.append(
             [
-                name, CONFIGS[name][1], r["documents"], r["tokens"], busy,
-                r["documents"] / busy if busy else float("nan"), r["tokens"] / busy if busy else float("nan"),
+                name,
+                CONFIGS[name][1],
+                r["documents"],
+                r["tokens"],
+                busy,
+                r["documents"] / busy if busy else float("nan"),
+                r["tokens"] / busy if busy else float("nan"),
                 r["tokens"] / wall if wall else float("nan"),
                 " / ".join(f"{v:,.0f}" for v in sorted(rss.values())) or "-",
             ]
         )
     lines.append(
-        C.table(["run", "workers", "docs", "tokens", "busy s", "docs/s", "tokens/s", "tokens/s (wall)", "peak RSS a worker, MB"], rows)
+        C.table(
+            [
+                "run",
+                "workers",
+                "docs",
+                "tokens",
+                "busy s",
+                "docs/s",
+                "tokens/s",
+                "tokens/s (wall)",
+                "peak RSS a worker, MB",
+            ],
+            rows,
+        )
     )
 
     def rate(name, key="busy_seconds"):
@@ -183,17 +226,23 @@ def report(results: dict, meta: dict) -> str:
     plain, local1, local2 = rate("plain"), rate("local1"), rate("local2")
     if plain and local1:
         ratio = plain / local1
-        checks.append(f"annotate 1 process / plain nlp.pipe, time: {ratio:.3f} (goal <= {GOAL_OVERHEAD}) {'ok' if ratio <= GOAL_OVERHEAD else 'MISSED'}")
+        checks.append(
+            f"annotate 1 process / plain nlp.pipe, time: {ratio:.3f} (goal <= {GOAL_OVERHEAD}) {'ok' if ratio <= GOAL_OVERHEAD else 'MISSED'}"
+        )
     if local1 and local2:
         speedup = local2 / local1
         wall = rate("local2", "seconds") / rate("local1", "seconds")
-        checks.append(f"local 2 processes / 1, speed-up: {speedup:.2f} (goal >= {GOAL_SPEEDUP}) {'ok' if speedup >= GOAL_SPEEDUP else 'MISSED'}; whole runs: {wall:.2f}")
+        checks.append(
+            f"local 2 processes / 1, speed-up: {speedup:.2f} (goal >= {GOAL_SPEEDUP}) {'ok' if speedup >= GOAL_SPEEDUP else 'MISSED'}; whole runs: {wall:.2f}"
+        )
     for n in (1, 2):
         ray_rate, local_rate = rate(f"ray{n}"), rate(f"local{n}")
         if ray_rate and local_rate:
             ratio = local_rate / ray_rate
             wall = rate(f"local{n}", "seconds") / rate(f"ray{n}", "seconds")
-            checks.append(f"Ray / local, {n} worker{'s' if n > 1 else ''}, time: {ratio:.3f} (goal <= {GOAL_RAY}) {'ok' if ratio <= GOAL_RAY else 'MISSED'}; whole runs: {wall:.2f}")
+            checks.append(
+                f"Ray / local, {n} worker{'s' if n > 1 else ''}, time: {ratio:.3f} (goal <= {GOAL_RAY}) {'ok' if ratio <= GOAL_RAY else 'MISSED'}; whole runs: {wall:.2f}"
+            )
     lines.extend(f"- {c}" for c in checks)
 
     # on paper: N workers
@@ -210,7 +259,11 @@ def report(results: dict, meta: dict) -> str:
             f"On paper: one single-threaded CPU worker does {per_worker:,.0f} tokens/s here"
             + (f"; two reach {eff:.0%} of twice that" if eff else "")
             + ". N workers on a cluster: about N x (one worker's rate) x that efficiency, while there are several shards a worker"
-            + (f" and the driver keeps up: it planned and wrote {driver:,.0f} tokens/s of output here (one core)" if driver else "")
+            + (
+                f" and the driver keeps up: it planned and wrote {driver:,.0f} tokens/s of output here (one core)"
+                if driver
+                else ""
+            )
             + ". With GPU workers put a GPU worker's rate (measure `annotate --gpu-id 0` on one GPU) in place of the CPU rate;"
             " no GPU was measured by this script."
         )
@@ -248,14 +301,29 @@ def main(argv=None) -> None:
         results = {}
         for name in names:
             t0 = time.time()
-            argv_child = [script, "--child", name, "--model", model, "--input", str(corpus), "--out", str(work / f"out_{name}"),
-                          "--batch-size", str(args.batch_size), "--shard-size", str(args.shard_size)]
+            argv_child = [
+                script,
+                "--child",
+                name,
+                "--model",
+                model,
+                "--input",
+                str(corpus),
+                "--out",
+                str(work / f"out_{name}"),
+                "--batch-size",
+                str(args.batch_size),
+                "--shard-size",
+                str(args.shard_size),
+            ]
             results[name] = C.run_child(argv_child, timeout=args.timeout)
             print(f"  {name}: {time.time() - t0:.1f} s", file=sys.stderr)
         outs = [work / f"out_{n}" for n in names if n != "plain" and "error" not in results[n]]
         if len(outs) > 1:
+
             def shards(folder):
                 return {p.name: p.read_bytes() for p in folder.glob("shard-*")}
+
             same = all(shards(o) == shards(outs[0]) for o in outs[1:])
             meta["outputs identical across engines"] = same
         print(report(results, meta))

@@ -23,6 +23,7 @@ torch takes MKL's vectorized generator for its masks on Intel CPUs only,
 so this measures a difference on other CPUs (AMD EPYC) and about none on
 Intel's, where the training callback leaves torch's dropout in place.
 """
+
 import argparse
 import statistics
 import sys
@@ -162,9 +163,15 @@ def main() -> None:
     parser.add_argument("--train", default=str(REPO / "corpus" / "ontogum" / "train_gum.spacy"))
     parser.add_argument("--blocks", type=int, default=2, help="alternating blocks of each kind")
     parser.add_argument("--steps", type=int, default=15, help="updates a block (the same batches in every block)")
-    parser.add_argument("--warm", type=int, help="updates before the blocks (default: one epoch; a few for a config without a frozen cache)")
+    parser.add_argument(
+        "--warm",
+        type=int,
+        help="updates before the blocks (default: one epoch; a few for a config without a frozen cache)",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="repeats of each mask timing")
-    parser.add_argument("--profile", type=int, default=0, help="profile this many updates of each kind after the blocks (0: none)")
+    parser.add_argument(
+        "--profile", type=int, default=0, help="profile this many updates of each kind after the blocks (0: none)"
+    )
     parser.add_argument("--masks-only", action="store_true", help="the mask table alone (no training)")
     args = parser.parse_args()
     C.quiet()

@@ -7,6 +7,7 @@ rule breaks left in the clusters.
 
     python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...]
 """
+
 import argparse
 import time
 
@@ -16,7 +17,17 @@ from spacy.training import Example
 from _common import quiet, table
 from spacy_memcoref.corpora.docbin import read_docbin
 from spacy_memcoref.loading import load_pipeline
-from spacy_memcoref.decoders.constraints import ALL_RULES, CLAUSE, COORDINATION, PRONOUNS, SENTENCE_PEOPLE, SPEAKERS, SYMBOL_TWINS, WORD, violations
+from spacy_memcoref.decoders.constraints import (
+    ALL_RULES,
+    CLAUSE,
+    COORDINATION,
+    PRONOUNS,
+    SENTENCE_PEOPLE,
+    SPEAKERS,
+    SYMBOL_TWINS,
+    WORD,
+    violations,
+)
 from spacy_memcoref.doc_helpers.clusters import clear_clusters, write_clusters
 from spacy_memcoref.pipeline.coref_component import coref_components
 from spacy_memcoref.scoring.pronouns import score_pronouns
@@ -75,11 +86,40 @@ def main() -> None:
             decode_s = time.perf_counter() - started
             scores = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
             pronouns = score_pronouns(examples, pipe.prefix)
-            rows.append([label, f"{100 * scores['coref_conll_f']:.2f}", f"{100 * pronouns.accuracy:.1f}", f"{100 * scores['coref_mentions_p']:.1f}",
-                         broken["non_word"], broken["clause"], broken["pronoun_conflict"], broken["symbol_twins"], broken["sentence_people"], f"{decode_s:.2f}"])
-        print(f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s")
-        print(table(["decoding", "CoNLL F1", "pronoun accuracy", "mention P", "non-word mentions", "clause mentions", "clusters w/ pronoun conflict",
-                     "clusters w/ symbol twins", "clusters w/ two people of a sentence", "decode s"], rows))
+            rows.append(
+                [
+                    label,
+                    f"{100 * scores['coref_conll_f']:.2f}",
+                    f"{100 * pronouns.accuracy:.1f}",
+                    f"{100 * scores['coref_mentions_p']:.1f}",
+                    broken["non_word"],
+                    broken["clause"],
+                    broken["pronoun_conflict"],
+                    broken["symbol_twins"],
+                    broken["sentence_people"],
+                    f"{decode_s:.2f}",
+                ]
+            )
+        print(
+            f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s"
+        )
+        print(
+            table(
+                [
+                    "decoding",
+                    "CoNLL F1",
+                    "pronoun accuracy",
+                    "mention P",
+                    "non-word mentions",
+                    "clause mentions",
+                    "clusters w/ pronoun conflict",
+                    "clusters w/ symbol twins",
+                    "clusters w/ two people of a sentence",
+                    "decode s",
+                ],
+                rows,
+            )
+        )
 
 
 if __name__ == "__main__":

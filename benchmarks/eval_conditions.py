@@ -10,6 +10,7 @@ component's own link threshold) on dev Docs under three inputs, side by side:
 
     python benchmarks/eval_conditions.py MODEL DEV.spacy
 """
+
 import argparse
 
 import spacy
@@ -49,9 +50,12 @@ def main() -> None:
         for eg in examples:
             pipe(eg.predicted)
         s = score_coref_examples(examples, span_cluster_prefix=pipe.prefix)
-        print(f"{label:42s} CoNLL {100 * s['coref_conll_f']:.2f}  MUC {100 * s['coref_muc_f']:.2f}"
-              f"  B3 {100 * s['coref_b3_f']:.2f}  CEAFe {100 * s['coref_ceafe_f']:.2f}"
-              f"  mentions R/P {100 * s['coref_mentions_r']:.1f}/{100 * s['coref_mentions_p']:.1f}", flush=True)
+        print(
+            f"{label:42s} CoNLL {100 * s['coref_conll_f']:.2f}  MUC {100 * s['coref_muc_f']:.2f}"
+            f"  B3 {100 * s['coref_b3_f']:.2f}  CEAFe {100 * s['coref_ceafe_f']:.2f}"
+            f"  mentions R/P {100 * s['coref_mentions_r']:.1f}/{100 * s['coref_mentions_p']:.1f}",
+            flush=True,
+        )
     retokenized = conditions["spaCy tokens, no speakers (spacy train)"]
     differ = sum([t.text for t in eg.predicted] != [t.text for t in eg.reference] for eg in retokenized)
     n_speakers = sum(bool(r.spans.get("speakers")) for r in refs)

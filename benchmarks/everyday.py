@@ -11,6 +11,7 @@ own, as on a user's text).
 
     python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--no-rules]
 """
+
 import argparse
 import time
 from collections import defaultdict
@@ -78,16 +79,40 @@ def main() -> None:
             clusters = [[(s.start, s.end - 1) for s in group] for _, group in numbered_clusters(eg.predicted)]
             for key, n in violations(eg.predicted, clusters).items():
                 broken[key] += n
-        rows.append([name, f"{100 * scores['coref_conll_f']:.1f}", f"{100 * pronouns.accuracy:.1f}",
-                     f"{pronouns.correct} / {pronouns.total}", pronouns.mixed, pronouns.missed,
-                     broken["non_word"], broken["pronoun_conflict"], f"{seconds:.1f}"])
+        rows.append(
+            [
+                name,
+                f"{100 * scores['coref_conll_f']:.1f}",
+                f"{100 * pronouns.accuracy:.1f}",
+                f"{pronouns.correct} / {pronouns.total}",
+                pronouns.mixed,
+                pronouns.missed,
+                broken["non_word"],
+                broken["pronoun_conflict"],
+                f"{seconds:.1f}",
+            ]
+        )
         by_kind = {kind: PronounScore() for kind in kinds}
         for eg in examples:
             by_kind[kind_of(eg.reference.user_data.get("doc_id", ""))].add(score_pronouns([eg]))
         kind_rows.append([name] + [f"{100 * by_kind[k].accuracy:.0f} ({by_kind[k].total})" for k in kinds])
     print(f"{len(refs)} texts, {sum(len(r) for r in refs)} tokens ({args.gold})")
-    print(table(["model", "CoNLL F1", "pronoun accuracy", "right / pronouns", "with another entity",
-                 "antecedent missed", "non-word mentions", "clusters w/ pronoun conflict", "seconds"], rows))
+    print(
+        table(
+            [
+                "model",
+                "CoNLL F1",
+                "pronoun accuracy",
+                "right / pronouns",
+                "with another entity",
+                "antecedent missed",
+                "non-word mentions",
+                "clusters w/ pronoun conflict",
+                "seconds",
+            ],
+            rows,
+        )
+    )
     print()
     print("Pronoun accuracy by kind of text (pronouns):")
     print(table(["model"] + kinds, kind_rows))

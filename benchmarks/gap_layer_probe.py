@@ -15,6 +15,7 @@ on one; it does not predict PeTra's score.
 A set "a-b" is layers a..b concatenated; "a-b:s" every s-th of them
 (0 is the embedding layer, 12 the top of a 12-layer encoder).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,12 @@ def encode_rows(model, tokenizer, rows: List[GapRow], batch: int) -> numpy.ndarr
     for i in range(0, len(rows), batch):
         chunk = rows[i : i + batch]
         enc = tokenizer(
-            [r.text for r in chunk], return_offsets_mapping=True, truncation=True,
-            max_length=512, padding=True, return_tensors="pt",
+            [r.text for r in chunk],
+            return_offsets_mapping=True,
+            truncation=True,
+            max_length=512,
+            padding=True,
+            return_tensors="pt",
         )
         offsets = enc.pop("offset_mapping").tolist()
         hidden = torch.stack(model(**enc, output_hidden_states=True).hidden_states, dim=1)  # [B, L, T, W]
@@ -128,7 +133,9 @@ def main() -> None:
         if args.cache is not None:
             numpy.savez(args.cache, train=train_f, dev=dev_f)
     n_layers = train_f.shape[2]
-    print(f"{n_layers} hidden states (0 = embeddings); probe F1 on {args.dev_tsv.name}, trained on {args.train_tsv.name}")
+    print(
+        f"{n_layers} hidden states (0 = embeddings); probe F1 on {args.dev_tsv.name}, trained on {args.train_tsv.name}"
+    )
     print("| layers | F1 |\n| --- | --: |")
     for text in args.sets.split(","):
         layers = parse_set(text)

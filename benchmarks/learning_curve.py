@@ -19,6 +19,7 @@ antecedent ranking shows even while the default decision links too little.
 Prints one table row a snapshot and writes OUTPUT/curve.json. Extra
 `--section.key value` arguments are config overrides, as for `spacy train`.
 """
+
 import argparse
 import json
 import os
@@ -42,7 +43,9 @@ def parse_overrides(extra: List[str]) -> Dict[str, Any]:
     return parse_config_overrides(list(extra))  # it consumes the list it is given
 
 
-def train_for_budget(config_path: Path, output: Path, minutes: List[float], overrides: Dict[str, Any], log) -> List[Dict[str, Any]]:
+def train_for_budget(
+    config_path: Path, output: Path, minutes: List[float], overrides: Dict[str, Any], log
+) -> List[Dict[str, Any]]:
     """Train until the last minute mark (or the config's max_steps), saving
     the pipeline at each mark. RETURNS one record a snapshot."""
     from spacy.schemas import ConfigSchemaTraining
@@ -98,7 +101,9 @@ def train_for_budget(config_path: Path, output: Path, minutes: List[float], over
                         "path": str(path),
                     }
                 )
-                log(f"  {minute:g} min: step {info['step'] + 1}, epoch {info['epoch']}, {info['words']:,} words, loss since step 1 {records[-1]['loss_total']:.0f}")
+                log(
+                    f"  {minute:g} min: step {info['step'] + 1}, epoch {info['epoch']}, {info['words']:,} words, loss since step 1 {records[-1]['loss_total']:.0f}"
+                )
             if not marks:
                 raise BudgetSpent
             last = time.perf_counter()
@@ -108,7 +113,9 @@ def train_for_budget(config_path: Path, output: Path, minutes: List[float], over
         # max_steps reached before the budget: the end is one more snapshot
         path = output / "end"
         nlp.to_disk(path)
-        records.append({"minute": round(trained / 60, 1), "step": T["max_steps"], "seconds": round(trained, 1), "path": str(path)})
+        records.append(
+            {"minute": round(trained / 60, 1), "step": T["max_steps"], "seconds": round(trained, 1), "path": str(path)}
+        )
         log(f"  max_steps reached after {trained / 60:.1f} min")
     return records
 
@@ -145,7 +152,9 @@ def score_snapshot(path: str, dev_path: Path) -> Dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("config", type=Path)
     parser.add_argument("output", type=Path, help="folder for the snapshots and curve.json")
     parser.add_argument("--train", type=Path, default=Path("corpus/ontonotes/train.spacy"))
@@ -176,7 +185,9 @@ def main() -> None:
     log(f"# {_common.machine_line(threads)}")
     started = time.time()
     records = train_for_budget(args.config, args.output, minutes, overrides, log)
-    log(f"# training done in {(time.time() - started) / 60:.1f} min wall; scoring {len(records)} snapshots on {args.dev}")
+    log(
+        f"# training done in {(time.time() - started) / 60:.1f} min wall; scoring {len(records)} snapshots on {args.dev}"
+    )
     for record in records:
         record.update(score_snapshot(record["path"], args.dev))
         if not args.keep:
@@ -185,11 +196,34 @@ def main() -> None:
             shutil.rmtree(record["path"], ignore_errors=True)
     result = {"config": str(args.config), "overrides": extra, "threads": threads, "pin": args.pin, "snapshots": records}
     (args.output / "curve.json").write_text(json.dumps(result, indent=2))
-    headers = ["min", "step", "epoch", "CoNLL F1", "MUC", "B3", "CEAFe", "mention R", "mention P", "best threshold", "CoNLL F1 there", "mention R there"]
+    headers = [
+        "min",
+        "step",
+        "epoch",
+        "CoNLL F1",
+        "MUC",
+        "B3",
+        "CEAFe",
+        "mention R",
+        "mention P",
+        "best threshold",
+        "CoNLL F1 there",
+        "mention R there",
+    ]
     rows = [
         [
-            r["minute"], r["step"], r.get("epoch", ""), r["coref_conll_f"], r["coref_muc_f"], r["coref_b3_f"], r["coref_ceafe_f"],
-            r["coref_mentions_r"], r["coref_mentions_p"], r["best_threshold"], r["best_conll_f"], r["best_mentions_r"],
+            r["minute"],
+            r["step"],
+            r.get("epoch", ""),
+            r["coref_conll_f"],
+            r["coref_muc_f"],
+            r["coref_b3_f"],
+            r["coref_ceafe_f"],
+            r["coref_mentions_r"],
+            r["coref_mentions_p"],
+            r["best_threshold"],
+            r["best_conll_f"],
+            r["best_mentions_r"],
         ]
         for r in records
     ]

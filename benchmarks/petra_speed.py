@@ -40,6 +40,7 @@ MiniLM), run once to get token features, and PeTra(input_size=384) reads them.
     git show 2cd503e:spacy_memcoref/models/pytorch_petra.py > /tmp/petra_old.py
     python benchmarks/petra_speed.py --baseline /tmp/petra_old.py --threads 1 --skip-memory
 """
+
 import argparse
 import json
 import os
@@ -380,8 +381,12 @@ def speed(args, nlp, tok2vec, data):
                         ]
                     )
         print(f"\nhead only, baseline = {args.baseline} (same weights, same features, interleaved passes)\n")
-        print(C.table(["mode", "baseline best tok/s", "current best tok/s", "speed-up (best)", "speed-up (median)"], rows))
-        print(f"\ncurrent vs baseline memory logs (first 1,000 tokens a doc, batched and one doc), max |difference|: {base_diff:.2e}")
+        print(
+            C.table(["mode", "baseline best tok/s", "current best tok/s", "speed-up (best)", "speed-up (median)"], rows)
+        )
+        print(
+            f"\ncurrent vs baseline memory logs (first 1,000 tokens a doc, batched and one doc), max |difference|: {base_diff:.2e}"
+        )
     print(f"\nstreamed (300-token chunks) vs whole-document log on 1,000 tokens, max |difference|: {diff:.2e}")
 
 
@@ -407,8 +412,25 @@ def memory(args, nlp, tok2vec, data):
         petra_args_json = json.dumps(builder_defaults())
         plan = [("forward", n) for n in sizes] + [("stream", n) for n in sorted(set(sizes) | set(stream_sizes))]
         for mode, n in plan:
-            argv = [SCRIPT, "--child", mode, "--child-features", path, "--child-tokens", str(n), "--chunk", str(args.chunk)]
-            argv += ["--num-cells", str(args.num_cells), "--hidden-size", str(args.hidden_size), "--mlp-size", str(args.mlp_size)]
+            argv = [
+                SCRIPT,
+                "--child",
+                mode,
+                "--child-features",
+                path,
+                "--child-tokens",
+                str(n),
+                "--chunk",
+                str(args.chunk),
+            ]
+            argv += [
+                "--num-cells",
+                str(args.num_cells),
+                "--hidden-size",
+                str(args.hidden_size),
+                "--mlp-size",
+                str(args.mlp_size),
+            ]
             argv += ["--child-petra-args", petra_args_json]
             if args.memory_threads or args.threads:
                 argv += ["--threads", str(args.memory_threads or args.threads)]
@@ -419,9 +441,34 @@ def memory(args, nlp, tok2vec, data):
                 rows.append([mode, f"{n:,}", "FAILED", "", "", "", "", ""])
                 continue
             inc = r["peak_mb"] - r["baseline_mb"]
-            rows.append([mode, f"{r['tokens']:,}", r["seconds"], r["tokens"] / r["seconds"], r["baseline_mb"], r["peak_mb"], inc, 1000.0 * inc / r["tokens"]])
+            rows.append(
+                [
+                    mode,
+                    f"{r['tokens']:,}",
+                    r["seconds"],
+                    r["tokens"] / r["seconds"],
+                    r["baseline_mb"],
+                    r["peak_mb"],
+                    inc,
+                    1000.0 * inc / r["tokens"],
+                ]
+            )
         mode_label = f"stream = {args.chunk}-token chunks"
-        print(C.table(["mode", "tokens", "seconds", "tok/s", "baseline RSS MB", "peak RSS MB", "increment MB", "MB / 1k tokens"], rows))
+        print(
+            C.table(
+                [
+                    "mode",
+                    "tokens",
+                    "seconds",
+                    "tok/s",
+                    "baseline RSS MB",
+                    "peak RSS MB",
+                    "increment MB",
+                    "MB / 1k tokens",
+                ],
+                rows,
+            )
+        )
         ok = [r for r in results.values() if "reset" in r]
         print(
             f"\n({mode_label}; torch threads {ok[0]['threads'] if ok else '?'}; baseline = torch + PeTra + the "
@@ -455,12 +502,16 @@ def main(argv=None):
     data = C.litbank_dir(args.data)
     print("# PeTra speed and memory: the pure torch module on MiniLM features (eval, no_grad)\n")
     print(C.machine_line(threads))
-    print(f"PeTra(input_size=384, hidden_size={args.hidden_size}, num_cells={args.num_cells}, mlp_size={args.mlp_size})")
+    print(
+        f"PeTra(input_size=384, hidden_size={args.hidden_size}, num_cells={args.num_cells}, mlp_size={args.mlp_size})"
+    )
     nlp, tok2vec = C.build_encoder(bfloat16=args.bfloat16)
     print(f"encoder: embedded MiniLM in {'bfloat16 autocast' if args.bfloat16 else 'float32'}")
     if not args.skip_speed:
         if data is None:
-            print(f"\nspeed table SKIPPED: LitBank not found at {args.data or C.LITBANK} (set MEMCOREF_SHARED or --data).")
+            print(
+                f"\nspeed table SKIPPED: LitBank not found at {args.data or C.LITBANK} (set MEMCOREF_SHARED or --data)."
+            )
         else:
             speed(args, nlp, tok2vec, data)
     if not args.skip_memory:

@@ -19,6 +19,7 @@ validation: GAP F1 at the tuned threshold). Tokens/s: the scoring pass
 itself (the pipeline over the dev texts, then the scorers), after a warm-up
 document.
 """
+
 import argparse
 import sys
 import tempfile
@@ -46,7 +47,11 @@ def measure(nlp, gold) -> dict:
     scores = nlp.evaluate(examples)
     seconds = time.perf_counter() - start
     key = "coref_conll_f" if "coref_conll_f" in scores and "gap_f" not in scores else "gap_f"
-    return {"metric": key, "score": 100 * scores[key], "tokens_per_s": sum(len(eg.predicted) for eg in examples) / seconds}
+    return {
+        "metric": key,
+        "score": 100 * scores[key],
+        "tokens_per_s": sum(len(eg.predicted) for eg in examples) / seconds,
+    }
 
 
 def main() -> None:
@@ -55,8 +60,14 @@ def main() -> None:
     parser.add_argument("dev", type=Path)
     parser.add_argument("--dtypes", default="bfloat16,float16,float32")
     parser.add_argument("--forms", default="full", help="comma-separated: full, int8, lowrank:RANK")
-    parser.add_argument("--encoder", default=None, help="the Hugging Face name of the pipeline's encoder, when not the embedded MiniLM")
-    parser.add_argument("--skip-full-load", action="store_true", help="leave out the spacy.load row (it scores the same weights as full, float32)")
+    parser.add_argument(
+        "--encoder", default=None, help="the Hugging Face name of the pipeline's encoder, when not the embedded MiniLM"
+    )
+    parser.add_argument(
+        "--skip-full-load",
+        action="store_true",
+        help="leave out the spacy.load row (it scores the same weights as full, float32)",
+    )
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     quiet()
@@ -85,7 +96,15 @@ def main() -> None:
             for spec in args.forms.split(","):
                 form, _, rank = spec.partition(":")
                 out = Path(tmp) / f"{dtype}-{form}-{rank}"
-                pretrained.build(args.pipeline, out, name="benchmark", dtype=dtype, form=form, rank=int(rank or 64), encoder=args.encoder)
+                pretrained.build(
+                    args.pipeline,
+                    out,
+                    name="benchmark",
+                    dtype=dtype,
+                    form=form,
+                    rank=int(rank or 64),
+                    encoder=args.encoder,
+                )
                 label = f"pretrained-build, {dtype}" + ("" if spec == "full" else f", {spec}")
                 rows.append((label, dir_mb(out), measure(pretrained.load(out), gold)))
                 print(f"  {label}: {rows[-1][1]:.1f} MB, {rows[-1][2]['score']:.2f}", flush=True)

@@ -29,6 +29,7 @@ figures in the docs are OntoGUM's train and dev documents (148).
 
 Runs in about 10 s on 2 cores, 20 s with --lemminflect (spaCy only: no model, no torch).
 """
+
 import argparse
 import re
 import sys
@@ -74,7 +75,9 @@ def conllu_tags(path: Path) -> List[str]:
     return tags
 
 
-def read_tagged(paths: Sequence[Path], splits_path: Optional[Path], splits: Sequence[str], vocab) -> Iterator[Tuple[Doc, List[str]]]:
+def read_tagged(
+    paths: Sequence[Path], splits_path: Optional[Path], splits: Sequence[str], vocab
+) -> Iterator[Tuple[Doc, List[str]]]:
     """(gold Doc, its gold tags) for every document of `paths`."""
     from spacy_memcoref.corpora.conll import find_conll_files, read_conll_docs
     from spacy_memcoref.corpora.ontogum import ontogum_documents, read_ontogum_doc
@@ -84,7 +87,9 @@ def read_tagged(paths: Sequence[Path], splits_path: Optional[Path], splits: Sequ
             if splits_path is None:
                 names = ontogum_documents(path)
             else:
-                names = [name for split in splits for name in ontogum_documents(path, split=split, splits_path=splits_path)]
+                names = [
+                    name for split in splits for name in ontogum_documents(path, split=split, splits_path=splits_path)
+                ]
             for name in names:
                 doc = read_ontogum_doc(path / "conll" / f"{name}.conll", path / "conllu" / f"{name}.conllu", vocab)
                 if doc is not None:  # None: a masked (Reddit) document
@@ -115,7 +120,10 @@ def verb_agreement(pairs: Sequence[Tuple[Doc, Doc]]) -> Counter:
         for plain, tagged in zip(plain_doc, tagged_doc):
             if plain.lower_ not in ("i", "you", "they"):
                 continue
-            found = [_agreeing_verb(token, singular, is_tagged, False, "personal") for token, is_tagged in ((plain, False), (tagged, True))]
+            found = [
+                _agreeing_verb(token, singular, is_tagged, False, "personal")
+                for token, is_tagged in ((plain, False), (tagged, True))
+            ]
             untagged, gold = [(r[0].i, r[1]) if r else None for r in found]
             counts["both"] += untagged is not None and untagged == gold
             counts["untagged_only"] += untagged is not None and untagged != gold
@@ -182,8 +190,10 @@ def lemminflect_section(pairs: Sequence[Tuple[Doc, Doc]]) -> None:
     finally:
         agreement._third_singular = own_third
     same = [verb for verb in verbs if lm_third(verb) == own_third(verb)]
-    print(f"lemminflect, third person singular: {len(verbs)} verbs changed in 1 ({sum(verbs.values()):,} changes, with and without tags);"
-          f" getInflection(verb, 'VBZ') gives the same form for {len(same)}")
+    print(
+        f"lemminflect, third person singular: {len(verbs)} verbs changed in 1 ({sum(verbs.values()):,} changes, with and without tags);"
+        f" getInflection(verb, 'VBZ') gives the same form for {len(same)}"
+    )
     for verb in sorted(set(verbs) - set(same)):
         print(f"  {verb!r}: {own_third(verb)!r} here, {lm_third(verb)!r} by lemminflect")
 
@@ -208,10 +218,14 @@ def lemminflect_section(pairs: Sequence[Tuple[Doc, Doc]]) -> None:
             rows["lemminflect_right"] += theirs == gold
             if own != theirs:
                 differ[(following.lower_, tagged_doc[following.i].tag_, own)] += 1
-    print(f"lemminflect, past participles: of the {rows['words']} words after a subject's 's / 'd, the word lists agree with the"
-          f" gold VBN tag on {rows['own_right']}, lemminflect (getAllLemmas, then getInflection(lemma, 'VBN')) on {rows['lemminflect_right']}")
+    print(
+        f"lemminflect, past participles: of the {rows['words']} words after a subject's 's / 'd, the word lists agree with the"
+        f" gold VBN tag on {rows['own_right']}, lemminflect (getAllLemmas, then getInflection(lemma, 'VBN')) on {rows['lemminflect_right']}"
+    )
     for (word, tag, own), n in sorted(differ.items()):
-        print(f"  {word!r} ({tag}, {n}x): a participle {'here, not' if own else 'by lemminflect, not'} {'by lemminflect' if own else 'here'}")
+        print(
+            f"  {word!r} ({tag}, {n}x): a participle {'here, not' if own else 'by lemminflect, not'} {'by lemminflect' if own else 'here'}"
+        )
 
     def edits() -> set:
         return {(doc.user_data["doc_id"], e.source, e.text) for doc, _ in pairs for e in resolve(doc).edits}
@@ -227,8 +241,10 @@ def lemminflect_section(pairs: Sequence[Tuple[Doc, Doc]]) -> None:
             other = edits()
         finally:
             setattr(agreement, name, own)
-        print(f"lemminflect's {label} in resolve, gold clusters without tags: {len(base - other)} of {len(base):,} edits lost,"
-              f" {len(other - base)} gained")
+        print(
+            f"lemminflect's {label} in resolve, gold clusters without tags: {len(base - other)} of {len(base):,} edits lost,"
+            f" {len(other - base)} gained"
+        )
         for doc_id, source, text in sorted(other - base):
             print(f"  gained {doc_id} {source}: {text!r}")
         for doc_id, source, text in sorted(base - other):
@@ -237,33 +253,58 @@ def lemminflect_section(pairs: Sequence[Tuple[Doc, Doc]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="*", type=Path, help=f"OntoGUM folders (conll/ + conllu/) or CoNLL-2012 files or folders (default {DEFAULT_ONTOGUM.relative_to(REPO)})")
-    parser.add_argument("--splits", type=Path, default=None, help=f"GUM's splits.md for OntoGUM folders (default with the default folder: {DEFAULT_SPLITS.relative_to(REPO)}; else every document)")
-    parser.add_argument("--split", action="append", default=None, help="a split of --splits to read, repeated (default: train and dev)")
-    parser.add_argument("--lemminflect", action="store_true", help="also compare with lemminflect's morphology (section 3)")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        help=f"OntoGUM folders (conll/ + conllu/) or CoNLL-2012 files or folders (default {DEFAULT_ONTOGUM.relative_to(REPO)})",
+    )
+    parser.add_argument(
+        "--splits",
+        type=Path,
+        default=None,
+        help=f"GUM's splits.md for OntoGUM folders (default with the default folder: {DEFAULT_SPLITS.relative_to(REPO)}; else every document)",
+    )
+    parser.add_argument(
+        "--split", action="append", default=None, help="a split of --splits to read, repeated (default: train and dev)"
+    )
+    parser.add_argument(
+        "--lemminflect", action="store_true", help="also compare with lemminflect's morphology (section 3)"
+    )
     args = parser.parse_args()
     paths = args.paths or [DEFAULT_ONTOGUM]
     splits_path = args.splits if args.splits is not None or args.paths else DEFAULT_SPLITS
     for path in paths + ([splits_path] if splits_path is not None else []):
         if not path.exists():
-            sys.exit(f"{path}: no such file or folder (`spacy project assets` fetches OntoGUM into {DEFAULT_ONTOGUM.relative_to(REPO)}; or pass the folders)")
+            sys.exit(
+                f"{path}: no such file or folder (`spacy project assets` fetches OntoGUM into {DEFAULT_ONTOGUM.relative_to(REPO)}; or pass the folders)"
+            )
     started = time.perf_counter()
     vocab = spacy.blank("en").vocab
-    pairs = [(doc, with_tags(doc, tags)) for doc, tags in read_tagged(paths, splits_path, args.split or ["train", "dev"], vocab)]
-    print(f"{len(pairs)} documents, {sum(len(doc) for doc, _ in pairs):,} tokens"
-          f"{'' if splits_path is None else ' (splits ' + ', '.join(args.split or ['train', 'dev']) + ')'}")
+    pairs = [
+        (doc, with_tags(doc, tags))
+        for doc, tags in read_tagged(paths, splits_path, args.split or ["train", "dev"], vocab)
+    ]
+    print(
+        f"{len(pairs)} documents, {sum(len(doc) for doc, _ in pairs):,} tokens"
+        f"{'' if splits_path is None else ' (splits ' + ', '.join(args.split or ['train', 'dev']) + ')'}"
+    )
 
     verbs = verb_agreement(pairs)
     both, untagged_only, tagged_only = verbs["both"], verbs["untagged_only"], verbs["tagged_only"]
-    print(f'verbs after "I", "you", "they" made to agree with a singular name: without tags {both + untagged_only:,} changes,'
-          f" with the gold tags {both + tagged_only:,}; {both:,} the same (verb and form), so {both:,} of {both + untagged_only:,}"
-          f" agree with the gold tags and {both:,} of their {both + tagged_only:,} are found ({untagged_only} untagged only,"
-          f" {tagged_only} tagged only)")
+    print(
+        f'verbs after "I", "you", "they" made to agree with a singular name: without tags {both + untagged_only:,} changes,'
+        f" with the gold tags {both + tagged_only:,}; {both:,} the same (verb and form), so {both:,} of {both + untagged_only:,}"
+        f" agree with the gold tags and {both:,} of their {both + tagged_only:,} are found ({untagged_only} untagged only,"
+        f" {tagged_only} tagged only)"
+    )
 
     number = name_number(pairs)
     agree, disagree = number["agree"], number["disagree"]
-    print(f'the number of a name for "they": {agree} of {agree + disagree} "they" agree with the gold tags; of the'
-          f" {number['capitalized']} whose head is capitalized and ends in s, {number['capitalized_agree']}")
+    print(
+        f'the number of a name for "they": {agree} of {agree + disagree} "they" agree with the gold tags; of the'
+        f" {number['capitalized']} whose head is capitalized and ends in s, {number['capitalized_agree']}"
+    )
     if args.lemminflect:
         lemminflect_section(pairs)
     print(f"({time.perf_counter() - started:.1f} s)")

@@ -5,6 +5,7 @@ entities() too. Time grows linearly with the text.
 
     python benchmarks/resolve_speed.py [--tokens 100000] [--mentions 5000]
 """
+
 import argparse
 import random
 import time
@@ -69,7 +70,9 @@ def main() -> None:
             entities(doc)
             best_entities = min(best_entities, time.perf_counter() - start)
         assert doc._.coref_resolved == result.text
-        print(f"{n_tokens:>8} {n_mentions:>8} {len(result.edits):>6} {best:>10.3f} {best_entities:>10.3f} {best * 100_000 / n_tokens:>15.3f}")
+        print(
+            f"{n_tokens:>8} {n_mentions:>8} {len(result.edits):>6} {best:>10.3f} {best_entities:>10.3f} {best * 100_000 / n_tokens:>15.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ took to write.
     python benchmarks/resume_check.py configs/s2e.cfg OUT_DIR --train corpus/ontogum/train.spacy \\
         --dev corpus/ontogum/dev.spacy --max-steps 200 --eval-frequency 50 --stop-after-s 120
 """
+
 import argparse
 import re
 import shutil
@@ -74,8 +75,18 @@ def main() -> None:
     print(machine_line(set_threads(None)), flush=True)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
-    overrides = ["--paths.train", args.train, "--paths.dev", args.dev, "--training.max_steps", str(args.max_steps),
-                 "--training.eval_frequency", str(args.eval_frequency), "--gpu-id", "-1"]
+    overrides = [
+        "--paths.train",
+        args.train,
+        "--paths.dev",
+        args.dev,
+        "--training.max_steps",
+        str(args.max_steps),
+        "--training.eval_frequency",
+        str(args.eval_frequency),
+        "--gpu-id",
+        "-1",
+    ]
     t0 = time.time()
     rc, whole = _train(args.config, out / "whole", overrides)
     whole_s = time.time() - t0
@@ -95,7 +106,9 @@ def main() -> None:
         print(f"| {step} | {a.get(step, float('nan')):.2f} | {b.get(step, float('nan')):.2f} |")
     wa, wb = _weights(out / "whole" / "model-last"), _weights(out / "stopped" / "model-last")
     worst = max(float(numpy.abs(wa[k] - wb[k]).max()) for k in wa)
-    print(f"model-last: {len(wa)} arrays, largest difference {worst:.3g} ({'identical' if worst == 0 else 'different'})")
+    print(
+        f"model-last: {len(wa)} arrays, largest difference {worst:.3g} ({'identical' if worst == 0 else 'different'})"
+    )
     for m in filter(None, map(CHECKPOINT.search, first + second)):
         print(f"{m.group(1)}: {m.group(2)} MiB written in {m.group(3)} s")
     print(f"wall time: uninterrupted {whole_s:.0f} s, stopped + resumed {split_s:.0f} s")

@@ -24,6 +24,7 @@ boundaries), or repeated filler text when ../shared is absent.
     python benchmarks/s2e_memory.py                  # 1k..20k tokens
     python benchmarks/s2e_memory.py --with-100k      # + a 100k-token book, max_antecedents=200
 """
+
 import argparse
 import json
 import sys
@@ -222,8 +223,27 @@ def linear_fit(xs, ys):
     return a, b, 1.0 - ss_res / ss_tot if ss_tot else 1.0
 
 
-FULL_HEAD = ["tokens", "max_antecedents", "1st call s", "2nd call s", "tok/s (2nd)", "baseline RSS MB", "peak RSS MB", "increment MB", "MB / 1k tokens"]
-SPLIT_HEAD = ["tokens", "max_antecedents", "encoder s", "encoder incr. MB", "enc MB / 1k tok", "head s", "head incr. MB", "head MB / 1k tok"]
+FULL_HEAD = [
+    "tokens",
+    "max_antecedents",
+    "1st call s",
+    "2nd call s",
+    "tok/s (2nd)",
+    "baseline RSS MB",
+    "peak RSS MB",
+    "increment MB",
+    "MB / 1k tokens",
+]
+SPLIT_HEAD = [
+    "tokens",
+    "max_antecedents",
+    "encoder s",
+    "encoder incr. MB",
+    "enc MB / 1k tok",
+    "head s",
+    "head incr. MB",
+    "head MB / 1k tok",
+]
 
 
 def main(argv=None):
@@ -239,7 +259,11 @@ def main(argv=None):
     print(C.machine_line(threads))
     print(
         "documents: "
-        + ("LitBank words concatenated, with sentence boundaries" if data else "repeated filler text (../shared absent)")
+        + (
+            "LitBank words concatenated, with sentence boundaries"
+            if data
+            else "repeated filler text (../shared absent)"
+        )
     )
 
     plan = [(s, args.max_antecedents) for s in sizes]
@@ -258,7 +282,9 @@ def main(argv=None):
             split.append(r)
     ok = [r for r in full if "error" not in r]
     if ok:
-        print(f"pipeline load peak RSS {ok[0]['load_peak_mb']:,.0f} MB; peak counter reset before the call: {ok[0]['reset']}\n")
+        print(
+            f"pipeline load peak RSS {ok[0]['load_peak_mb']:,.0f} MB; peak counter reset before the call: {ok[0]['reset']}\n"
+        )
 
     print("## 1. full pipeline, nlp(doc)\n")
     print(C.table(FULL_HEAD, full_rows(full)))

@@ -32,6 +32,7 @@ head's pruning ratio (the config's is 0.4) to see what pruning costs.
     python benchmarks/s2e_mention_recall.py training/s2e/model-tuned OTHER/model-tuned \\
         --dev corpus/ontogum/dev.spacy --gum-entities assets/gum_dep
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -44,7 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 from spacy_memcoref.util import TokenSpan  # noqa: E402
-
 
 
 class Tally:
@@ -74,7 +74,9 @@ def width_bucket(m: TokenSpan) -> str:
     return "1 token" if width == 1 else "2-3 tokens" if width <= 3 else "4+ tokens"
 
 
-def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dict[TokenSpan, Tuple[str, str]]], threshold: float) -> None:
+def tally_document(
+    tally: Tally, chains, prediction, clusters, gum: Optional[Dict[TokenSpan, Tuple[str, str]]], threshold: float
+) -> None:
     """Add one document's counts (see the module docstring for the rows)."""
     starts, ends, best, scores = prediction.links if prediction.links is not None else ([], [], [], [])
     candidates = list(zip(starts, ends))
@@ -93,8 +95,14 @@ def tally_document(tally: Tally, chains, prediction, clusters, gum: Optional[Dic
                 i = index.get(m)
                 linked = i is not None and best[i] >= 0 and float(numpy.float32(scores[i])) > threshold
                 antecedent_chain = chain_of.get(candidates[best[i]], -1) if linked else None
-                tally.add("later mentions: linked to an earlier mention of their chain", linked and antecedent_chain == chain_of[m])
-                tally.add("later mentions: linked to a mention of another chain", linked and antecedent_chain not in (-1, chain_of[m]))
+                tally.add(
+                    "later mentions: linked to an earlier mention of their chain",
+                    linked and antecedent_chain == chain_of[m],
+                )
+                tally.add(
+                    "later mentions: linked to a mention of another chain",
+                    linked and antecedent_chain not in (-1, chain_of[m]),
+                )
                 tally.add("later mentions: linked to a span outside every chain", linked and antecedent_chain == -1)
             tally.add(f"width {width_bucket(m)}: kept by pruning", m in kept)
             tally.add(f"width {width_bucket(m)}: in the output", m in output)
@@ -134,7 +142,13 @@ def run_pipeline(path: str, docs, gum_docs, top_lambda: Optional[float]):
     # a folder, or the name of a model shipped inside the package ("s2e-ontogum")
     nlp = spacy.load(path) if Path(path).exists() else spacy_memcoref.load(path)
     component = nlp.get_pipe("memcoref")
-    heads = [m for node in component.model.walk() for shim in node.shims for m in shim._model.modules() if hasattr(m, "top_lambda")]
+    heads = [
+        m
+        for node in component.model.walk()
+        for shim in node.shims
+        for m in shim._model.modules()
+        if hasattr(m, "top_lambda")
+    ]
     if not heads:
         sys.exit(f"{path}: its memcoref component is not s2e (no top_lambda): this script reads s2e's candidates")
     if top_lambda is not None:
@@ -156,15 +170,19 @@ def run_pipeline(path: str, docs, gum_docs, top_lambda: Optional[float]):
     scores = evaluator.scores()
     hits, total = tally.counts["gold mentions in the output (mention recall)"]
     if total and abs(hits / total - scores["coref_mentions_r"]) > 1e-9:
-        sys.exit(f"{path}: this script's mention recall ({hits}/{total}) differs from the scorer's "
-                 f"({scores['coref_mentions_r']:.6f}): the breakdown would not add up to the score; "
-                 "a gold mention in two chains, or a repeated one, is the likely cause")
+        sys.exit(
+            f"{path}: this script's mention recall ({hits}/{total}) differs from the scorer's "
+            f"({scores['coref_mentions_r']:.6f}): the breakdown would not add up to the score; "
+            "a gold mention in two chains, or a repeated one, is the likely cause"
+        )
     return tally, scores, threshold, heads[0].top_lambda
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="+", help="trained s2e pipelines: folders (e.g. model-tuned) or a shipped name (s2e-ontogum)")
+    parser.add_argument(
+        "models", nargs="+", help="trained s2e pipelines: folders (e.g. model-tuned) or a shipped name (s2e-ontogum)"
+    )
     parser.add_argument("--dev", required=True, help="a DocBin with gold clusters (e.g. corpus/ontogum/dev.spacy)")
     parser.add_argument("--gum-entities", default=None, help="GUM's dep/ folder: break recall down by its layer")
     parser.add_argument("--top-lambda", type=float, default=None, help="override the head's pruning ratio")
@@ -190,21 +208,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for tally, *_ in results:
         rows += [r for r in tally.counts if r not in rows]
     # grouped as the module docstring lists them; within a group, the largest first
-    groups = ("gold mentions", "first mention", "later mentions", "width", "information status", "entity type",
-              "output mentions", "GUM mentions")
+    groups = (
+        "gold mentions",
+        "first mention",
+        "later mentions",
+        "width",
+        "information status",
+        "entity type",
+        "output mentions",
+        "GUM mentions",
+    )
     first_total = results[0][0].counts
-    rows.sort(key=lambda r: (next(i for i, g in enumerate(groups) if r.startswith(g)),
-                             -first_total.get(r, (0, 0))[1] if r.startswith(("information", "entity")) else 0, r))
+    rows.sort(
+        key=lambda r: (
+            next(i for i, g in enumerate(groups) if r.startswith(g)),
+            -first_total.get(r, (0, 0))[1] if r.startswith(("information", "entity")) else 0,
+            r,
+        )
+    )
     names = [str(Path(p)) for p in args.models]
     print("| | " + " | ".join(names) + " |")
     print("| --- |" + " --: |" * len(names))
-    print("| CoNLL F1 (spacy_memcoref.scoring) | " + " | ".join(f"{100 * s['coref_conll_f']:.2f}" for _, s, _, _ in results) + " |")
-    print("| mention recall / precision, the scorer's | " + " | ".join(
-        f"{100 * s['coref_mentions_r']:.1f} / {100 * s['coref_mentions_p']:.1f}" for _, s, _, _ in results) + " |")
+    print(
+        "| CoNLL F1 (spacy_memcoref.scoring) | "
+        + " | ".join(f"{100 * s['coref_conll_f']:.2f}" for _, s, _, _ in results)
+        + " |"
+    )
+    print(
+        "| mention recall / precision, the scorer's | "
+        + " | ".join(f"{100 * s['coref_mentions_r']:.1f} / {100 * s['coref_mentions_p']:.1f}" for _, s, _, _ in results)
+        + " |"
+    )
     print("| link threshold; top_lambda | " + " | ".join(f"{t:g}; {lam:g}" for _, _, t, lam in results) + " |")
     for row in rows:
-        print(f"| {row} | " + " | ".join(tally.cell(row) if not row.startswith("output mentions") else
-                                         f"{tally.counts.get(row, (0, 0))[1]:,}" for tally, *_ in results) + " |")
+        print(
+            f"| {row} | "
+            + " | ".join(
+                tally.cell(row) if not row.startswith("output mentions") else f"{tally.counts.get(row, (0, 0))[1]:,}"
+                for tally, *_ in results
+            )
+            + " |"
+        )
     return 0
 
 

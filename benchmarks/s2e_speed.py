@@ -24,6 +24,7 @@ accuracy come from one run:
 
     python benchmarks/s2e_speed.py --precision --model training/s2e/model-tuned --dev corpus/ontogum/dev.spacy
 """
+
 import argparse
 import cProfile
 import io
@@ -52,11 +53,21 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=1, help="documents per encoder / pipeline call")
     p.add_argument("--threads", type=int, default=None, help="torch threads; None = the machine's cores")
     p.add_argument("--max-antecedents", type=int, default=None, help="model.max_antecedents; None = all")
-    p.add_argument("--hidden-size", type=int, default=None, help="model.hidden_size; None = the component default (512)")
+    p.add_argument(
+        "--hidden-size", type=int, default=None, help="model.hidden_size; None = the component default (512)"
+    )
     p.add_argument("--chunk-size", type=int, default=None, help="model.chunk_size; None = the component default (512)")
-    p.add_argument("--bfloat16", action="store_true", help="the encoder in bfloat16 (tok2vec.bfloat16, as configs/s2e.cfg)")
-    p.add_argument("--encoder", default=None, help="a Hugging Face name or path in place of the embedded MiniLM (e.g. the base presets' encoder)")
-    p.add_argument("--no-sents", action="store_true", help="drop sentence boundaries (as for raw text in a blank pipeline)")
+    p.add_argument(
+        "--bfloat16", action="store_true", help="the encoder in bfloat16 (tok2vec.bfloat16, as configs/s2e.cfg)"
+    )
+    p.add_argument(
+        "--encoder",
+        default=None,
+        help="a Hugging Face name or path in place of the embedded MiniLM (e.g. the base presets' encoder)",
+    )
+    p.add_argument(
+        "--no-sents", action="store_true", help="drop sentence boundaries (as for raw text in a blank pipeline)"
+    )
     p.add_argument("--data", default=None, help=f"LitBank folder; None = {C.LITBANK}")
     p.add_argument(
         "--profile",
@@ -65,10 +76,24 @@ def parse_args(argv=None):
         help="stage breakdown + cProfile + torch.profiler of the head (auto: when the ratio misses the goal)",
     )
     p.add_argument("--top", type=int, default=15, help="profile rows to print")
-    p.add_argument("--precision", action="store_true", help="compare float32, bfloat16 and int8 pipelines (tokens/s; CoNLL F1 with --dev)")
-    p.add_argument("--precisions", default="float32,bfloat16,int8", help="--precision: which of float32, bfloat16, int8 (float32 is always run: the baseline)")
-    p.add_argument("--model", default=None, help="--precision: a trained pipeline, s2e or PeTra (default: an untrained s2e)")
-    p.add_argument("--dev", default=None, help="--precision: a DocBin with gold annotation to score each precision on (the component's scorer)")
+    p.add_argument(
+        "--precision",
+        action="store_true",
+        help="compare float32, bfloat16 and int8 pipelines (tokens/s; CoNLL F1 with --dev)",
+    )
+    p.add_argument(
+        "--precisions",
+        default="float32,bfloat16,int8",
+        help="--precision: which of float32, bfloat16, int8 (float32 is always run: the baseline)",
+    )
+    p.add_argument(
+        "--model", default=None, help="--precision: a trained pipeline, s2e or PeTra (default: an untrained s2e)"
+    )
+    p.add_argument(
+        "--dev",
+        default=None,
+        help="--precision: a DocBin with gold annotation to score each precision on (the component's scorer)",
+    )
     return p.parse_args(argv)
 
 
@@ -171,7 +196,11 @@ def stage_breakdown(head_layer, docs, vectors, bs):
     glue = total - totals["predicted_links (whole head.forward)"]
     rows.append(["glue: xp2torch, sentence/speaker ids, Thinc shim", glue, 100.0 * glue / total, len(docs)])
     # width loop = score_mentions minus the linear layers it calls
-    loop = totals["score_mentions (all widths)"] - totals["- mention MLPs (start/end, d->h)"] - totals["- mention start/end scores + B_m"]
+    loop = (
+        totals["score_mentions (all widths)"]
+        - totals["- mention MLPs (start/end, d->h)"]
+        - totals["- mention start/end scores + B_m"]
+    )
     rows.insert(5, ["- per-width loop (max_width slices, masks, cat)", loop, 100.0 * loop / total, len(docs)])
     return rows
 
@@ -277,8 +306,12 @@ def compare_precisions(args, data, threads) -> int:
         print("# one pipeline in float32, bfloat16 and int8\n")
         print(C.machine_line(threads))
         flags = C.cpu_flags()
-        print(f"low-precision CPU flags: {', '.join(flags) or 'none (no avx512_bf16, amx, avx512_vnni, avx_vnni: int8 runs on AVX2, bfloat16 is emulated)'}")
-        print(f"{len(docs)} LitBank docs, {n_tokens:,} tokens, batch size {bs}, {args.repeats} repeats (interleaved); pipeline {args.model or 'untrained s2e'}\n")
+        print(
+            f"low-precision CPU flags: {', '.join(flags) or 'none (no avx512_bf16, amx, avx512_vnni, avx_vnni: int8 runs on AVX2, bfloat16 is emulated)'}"
+        )
+        print(
+            f"{len(docs)} LitBank docs, {n_tokens:,} tokens, batch size {bs}, {args.repeats} repeats (interleaved); pipeline {args.model or 'untrained s2e'}\n"
+        )
         texts = [d.text for d in docs]
         for nlp in pipes.values():
             for d in warm:
@@ -307,7 +340,9 @@ def compare_precisions(args, data, threads) -> int:
                 key, value = scores[name]
                 row += [key, 100 * value, 100 * (value - scores["float32"][1])]
             rows.append(row)
-        headers = ["precision", "best s", "tok/s", "speed vs float32"] + (["dev score", "value", "minus float32"] if scores else [])
+        headers = ["precision", "best s", "tok/s", "speed vs float32"] + (
+            ["dev score", "value", "minus float32"] if scores else []
+        )
         print(C.table(headers, rows))
     return 0
 
@@ -329,7 +364,13 @@ def main(argv=None):
     if args.precision:
         return compare_precisions(args, data, threads)
     t0 = time.perf_counter()
-    nlp = C.build_pipeline(max_antecedents=args.max_antecedents, chunk_size=args.chunk_size, hidden_size=args.hidden_size, bfloat16=args.bfloat16, encoder=args.encoder)
+    nlp = C.build_pipeline(
+        max_antecedents=args.max_antecedents,
+        chunk_size=args.chunk_size,
+        hidden_size=args.hidden_size,
+        bfloat16=args.bfloat16,
+        encoder=args.encoder,
+    )
     load_s = time.perf_counter() - t0
     comp = nlp.get_pipe("memcoref")
     tok2vec, head_layer = comp.model.layers[:2]
@@ -400,7 +441,12 @@ def main(argv=None):
             ["ratio", "best", "median", "goal"],
             [
                 ["full / encoder (head overhead)", ratio, ratio_med, f"<= {GOAL}"],
-                ["(encoder + head alone) / encoder", ratio_sum, (med["encoder"] + med["head"]) / med["encoder"], f"<= {GOAL}"],
+                [
+                    "(encoder + head alone) / encoder",
+                    ratio_sum,
+                    (med["encoder"] + med["head"]) / med["encoder"],
+                    f"<= {GOAL}",
+                ],
             ],
         )
     )

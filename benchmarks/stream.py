@@ -9,6 +9,7 @@ each block's mean time a piece is printed, with the stream's saved state.
     python benchmarks/stream.py [--model s2e-ontogum] [--pieces 400]
         [--window-tokens 512] [--blocks 1,50,100,200,400] [--threads 2]
 """
+
 import argparse
 import time
 
@@ -31,7 +32,9 @@ def main() -> None:
     parser.add_argument("--pieces", type=int, default=400)
     parser.add_argument("--window-tokens", type=int, default=512)
     parser.add_argument("--blocks", default="1,50,100,200,400", help="measure the 10 pieces ending at each of these")
-    parser.add_argument("--full-history-up-to", type=int, default=200, help="re-read the whole history only this far (it grows)")
+    parser.add_argument(
+        "--full-history-up-to", type=int, default=200, help="re-read the whole history only this far (it grows)"
+    )
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     quiet()

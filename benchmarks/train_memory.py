@@ -28,6 +28,7 @@ s2e trains on OntoGUM train (dev: OntoGUM dev, 20 documents) and PeTra on GAP
 development (dev: GAP validation), both from ../shared/data converted on the
 fly; skipped with a reason when the data is not there.
 """
+
 import argparse
 import json
 import os
@@ -79,8 +80,14 @@ def register_logger(path: str, every: int) -> None:
                 if info is not None or step % every == 0:
                     usage = resource.getrusage(resource.RUSAGE_SELF)
                     row = {
-                        "step": step, "rss_mb": _status_mb("VmRSS"), "peak_mb": _status_mb("VmHWM"), "eval": info is not None,
-                        "s": time.time() - state["t0"], "minflt": usage.ru_minflt, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
+                        "step": step,
+                        "rss_mb": _status_mb("VmRSS"),
+                        "peak_mb": _status_mb("VmHWM"),
+                        "eval": info is not None,
+                        "s": time.time() - state["t0"],
+                        "minflt": usage.ru_minflt,
+                        "user_s": usage.ru_utime,
+                        "sys_s": usage.ru_stime,
                     }
                     out.write(json.dumps(row) + "\n")
                     out.flush()
@@ -141,8 +148,19 @@ def run(name: str, config: str, data: dict, args, tmp: Path, extra, env=None) ->
     else:
         paths = ["--paths.train", str(data["gap_dev"]), "--paths.dev", str(data["gap_val"])]
     cmd = [
-        sys.executable, __file__, "--child", str(log), str(args.every), config, str(tmp / f"out_{name}"), *paths,
-        "--training.max_steps", str(args.steps), "--training.eval_frequency", str(args.eval_frequency), *extra,
+        sys.executable,
+        __file__,
+        "--child",
+        str(log),
+        str(args.every),
+        config,
+        str(tmp / f"out_{name}"),
+        *paths,
+        "--training.max_steps",
+        str(args.steps),
+        "--training.eval_frequency",
+        str(args.eval_frequency),
+        *extra,
     ]
     if "petra" in config:
         cmd += ["--training.optimizer.learn_rate.total_steps", str(args.steps)]
@@ -154,7 +172,14 @@ def run(name: str, config: str, data: dict, args, tmp: Path, extra, env=None) ->
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     print(f"{name}: {args.steps} steps in {time.time() - t0:.0f}s")
     step = max(1, args.steps // 10)
-    print("  RSS / peak GB by step: " + " ".join(f"{r['step']}:{r['rss_mb'] / 1024:.2f}/{r['peak_mb'] / 1024:.2f}" for r in rows if r["step"] % step == 0 or r["eval"]))
+    print(
+        "  RSS / peak GB by step: "
+        + " ".join(
+            f"{r['step']}:{r['rss_mb'] / 1024:.2f}/{r['peak_mb'] / 1024:.2f}"
+            for r in rows
+            if r["step"] % step == 0 or r["eval"]
+        )
+    )
     return rows
 
 
@@ -176,29 +201,53 @@ def summarize(name: str, rows: list, goal_mb: float) -> list:
         a, b = steps[0], steps[-1]
         n = b["step"] - a["step"]
         cpu = (b["user_s"] - a["user_s"]) + (b["sys_s"] - a["sys_s"])
-        cost = [(b["s"] - a["s"]) / n, (b["minflt"] - a["minflt"]) / n / 1000.0, 100.0 * (b["sys_s"] - a["sys_s"]) / max(cpu, 1e-9)]
+        cost = [
+            (b["s"] - a["s"]) / n,
+            (b["minflt"] - a["minflt"]) / n / 1000.0,
+            100.0 * (b["sys_s"] - a["sys_s"]) / max(cpu, 1e-9),
+        ]
     else:
         cost = [float("nan")] * 3
     return [
-        name, first_eval["step"], first_eval["rss_mb"], marks[0.25], marks[0.5], marks[0.75], last["rss_mb"],
-        growth, peak, "yes" if peak <= goal_mb else "NO", *cost,
+        name,
+        first_eval["step"],
+        first_eval["rss_mb"],
+        marks[0.25],
+        marks[0.5],
+        marks[0.75],
+        last["rss_mb"],
+        growth,
+        peak,
+        "yes" if peak <= goal_mb else "NO",
+        *cost,
     ]
 
 
 def main(argv=None) -> int:
     if argv is None and sys.argv[1:2] == ["--child"]:
         return child(sys.argv[2:])
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--steps", type=int, default=200, help="training steps a run")
     p.add_argument("--eval-frequency", type=int, default=50, help="evaluate every this many steps")
     p.add_argument("--every", type=int, default=5, help="record RSS every this many steps")
-    p.add_argument("--models", default="s2e,petra", help="which configs: s2e (configs/s2e.cfg), petra (configs/petra_gap.cfg)")
+    p.add_argument(
+        "--models", default="s2e,petra", help="which configs: s2e (configs/s2e.cfg), petra (configs/petra_gap.cfg)"
+    )
     p.add_argument("--variants", action="store_true", help="also run each with release_memory off")
     p.add_argument(
-        "--env-variant", action="append", default=[], metavar="'K=V K=V'",
+        "--env-variant",
+        action="append",
+        default=[],
+        metavar="'K=V K=V'",
         help="also run each config with release_memory off and these environment variables (e.g. glibc's MALLOC_* settings); repeatable",
     )
-    p.add_argument("--float32", action="store_true", help="the encoder in float32 (bfloat16 off; a CPU without native bfloat16 runs float32 anyway)")
+    p.add_argument(
+        "--float32",
+        action="store_true",
+        help="the encoder in float32 (bfloat16 off; a CPU without native bfloat16 runs float32 anyway)",
+    )
     args = p.parse_args(argv)
     if not (SHARED / "data/ontogum/train").is_dir() or not (SHARED / "data/gap/gap-development.tsv").is_file():
         print(f"SKIPPED: the shared OntoGUM / GAP data is not at {SHARED / 'data'} (set MEMCOREF_SHARED)")
@@ -218,7 +267,13 @@ def main(argv=None) -> int:
             if args.variants:
                 variants.append(("release_memory off" + (", float32" if args.float32 else ""), off, None))
                 # the first version of the settings, from the environment at process start
-                variants.append(("off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0", off, {"MALLOC_ARENA_MAX": "2", "MALLOC_TRIM_THRESHOLD_": "0"}))
+                variants.append(
+                    (
+                        "off + MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=0",
+                        off,
+                        {"MALLOC_ARENA_MAX": "2", "MALLOC_TRIM_THRESHOLD_": "0"},
+                    )
+                )
             for spec in args.env_variant:
                 env = dict(item.split("=", 1) for item in spec.split())
                 variants.append((f"off + {spec}", off, env))
@@ -228,12 +283,25 @@ def main(argv=None) -> int:
                 if found:
                     rows.append(summarize(name, found, GOALS_MB[model]))
     headers = [
-        "run", "first eval step", "RSS there MB", "RSS 25% MB", "RSS 50% MB", "RSS 75% MB", "RSS last MB", "growth MB", "peak MB",
-        "peak within goal", "s / update", "page faults / update (k)", "kernel % of CPU",
+        "run",
+        "first eval step",
+        "RSS there MB",
+        "RSS 25% MB",
+        "RSS 50% MB",
+        "RSS 75% MB",
+        "RSS last MB",
+        "growth MB",
+        "peak MB",
+        "peak within goal",
+        "s / update",
+        "page faults / update (k)",
+        "kernel % of CPU",
     ]
     print()
     print(C.table(headers, rows))
-    print(f"\ngoals: s2e peak <= {GOALS_MB['s2e']} MB, PeTra <= {GOALS_MB['petra']} MB, flat from the first evaluation on")
+    print(
+        f"\ngoals: s2e peak <= {GOALS_MB['s2e']} MB, PeTra <= {GOALS_MB['petra']} MB, flat from the first evaluation on"
+    )
     return 0
 
 

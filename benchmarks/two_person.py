@@ -19,6 +19,7 @@ people.
 
     python benchmarks/two_person.py s2e-ontogum [PIPELINE_DIR ...] [--per-template 16]
 """
+
 import argparse
 import itertools
 import random
@@ -27,8 +28,30 @@ from typing import Dict, Iterator, List, NamedTuple, Tuple
 
 from _common import machine_line, quiet, set_threads, table
 
-MALE_STEREOTYPED = ["mechanic", "carpenter", "plumber", "electrician", "firefighter", "engineer", "pilot", "builder", "farmer", "surgeon"]
-FEMALE_STEREOTYPED = ["nurse", "receptionist", "secretary", "hairdresser", "librarian", "nanny", "cleaner", "housekeeper", "dietitian", "midwife"]
+MALE_STEREOTYPED = [
+    "mechanic",
+    "carpenter",
+    "plumber",
+    "electrician",
+    "firefighter",
+    "engineer",
+    "pilot",
+    "builder",
+    "farmer",
+    "surgeon",
+]
+FEMALE_STEREOTYPED = [
+    "nurse",
+    "receptionist",
+    "secretary",
+    "hairdresser",
+    "librarian",
+    "nanny",
+    "cleaner",
+    "housekeeper",
+    "dietitian",
+    "midwife",
+]
 
 # (template, which person the pronoun is: "a" the first, "b" the second, the
 # pronoun's case); {a}, {b} the occupations, {p} the pronoun
@@ -82,7 +105,7 @@ def items(per_template: int, seed: int = 0) -> Iterator[Item]:
                         referent = a if who == "a" else b
                         pro = (referent in MALE_STEREOTYPED) == (gender == "he")
                         # the pronoun: the whole word after the second person
-                        p_start = span_b[1] + re.search(rf"\b{pronoun}\b", text[span_b[1]:]).start()
+                        p_start = span_b[1] + re.search(rf"\b{pronoun}\b", text[span_b[1] :]).start()
                         right, wrong = (span_a, span_b) if who == "a" else (span_b, span_a)
                         yield Item(half, text, right, wrong, (p_start, p_start + len(pronoun)), pro)
 
@@ -114,7 +137,9 @@ def evaluate(nlp, sentences: List[Item], rules=None) -> Dict[Tuple[str, bool], L
     for item, doc in zip(sentences, nlp.pipe([s.text for s in sentences], batch_size=32)):
         if rules is not None:
             prediction = pipe.predict([doc])[0]
-            clusters = pipe.decoder.clusters(prediction, doc=doc, rules=rules) if rules else pipe.decoder.clusters(prediction)
+            clusters = (
+                pipe.decoder.clusters(prediction, doc=doc, rules=rules) if rules else pipe.decoder.clusters(prediction)
+            )
             write_clusters(doc, [[doc[s : e + 1] for s, e in c] for c in clusters], pipe.prefix)
         results.setdefault((item.half, item.pro), []).append(judge(doc, item))
     return results
@@ -124,7 +149,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--per-template", type=int, default=16)
-    parser.add_argument("--rules", action="store_true", help="also decode with no rule and with all but sentence_people, side by side")
+    parser.add_argument(
+        "--rules", action="store_true", help="also decode with no rule and with all but sentence_people, side by side"
+    )
     args = parser.parse_args()
     quiet()
     print(machine_line(set_threads(None)))
@@ -136,7 +163,11 @@ def main() -> None:
 
     conditions = {"": None}
     if args.rules:
-        conditions = {" (no rule)": frozenset(), f" (all but {SENTENCE_PEOPLE})": ALL_RULES - {SENTENCE_PEOPLE}, " (all rules)": None}
+        conditions = {
+            " (no rule)": frozenset(),
+            f" (all but {SENTENCE_PEOPLE})": ALL_RULES - {SENTENCE_PEOPLE},
+            " (all rules)": None,
+        }
     for name, (label, rules) in itertools.product(args.models, conditions.items()):
         nlp = load_pipeline(name)  # a folder, a shipped model's name or its stored folder
         results = evaluate(nlp, sentences, rules)
@@ -146,10 +177,18 @@ def main() -> None:
             anti = [r for r, _ in results[(half, False)]]
             merged = [m for key in ((half, True), (half, False)) for _, m in results[key]]
             p, a = 100 * sum(pro) / len(pro), 100 * sum(anti) / len(anti)
-            row += [f"{p:.1f}", f"{a:.1f}", f"{(p + a) / 2:.1f}", f"{p - a:.1f}", f"{100 * sum(merged) / len(merged):.1f}"]
+            row += [
+                f"{p:.1f}",
+                f"{a:.1f}",
+                f"{(p + a) / 2:.1f}",
+                f"{p - a:.1f}",
+                f"{100 * sum(merged) / len(merged):.1f}",
+            ]
         rows.append(row)
     n = {half: sum(s.half == half for s in sentences) for half in ("syntax", "meaning")}
-    print(f"{len(sentences)} sentences ({n['syntax']} syntax, {n['meaning']} meaning), {args.per_template} occupation pairs a template")
+    print(
+        f"{len(sentences)} sentences ({n['syntax']} syntax, {n['meaning']} meaning), {args.per_template} occupation pairs a template"
+    )
     headers = ["model"] + [f"{h} {c}" for h in ("syntax", "meaning") for c in ("pro", "anti", "mean", "gap", "merged")]
     print(table(headers, rows))
 

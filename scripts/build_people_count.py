@@ -63,6 +63,7 @@ every row, the counted clusters with their mentions in the window and the
 evidence, to check the counts by hand (the README gives the agreement on a
 hand-checked sample).
 """
+
 import argparse
 import tarfile
 import json
@@ -79,7 +80,9 @@ PERSON_PRONOUNS = frozenset("he him his himself she her hers herself i me my min
 GROUP_OR_THING_PRONOUNS = frozenset("they them their theirs themselves we us our ours ourselves it its itself".split())
 COORDINATIONS = frozenset(["and", "or", "nor", "&"])
 # A mention right after one of these is a predicate nominal.
-COPULAS = frozenset("is was were are am be been being become became becomes becoming seem seems seemed remain remains remained".split())
+COPULAS = frozenset(
+    "is was were are am be been being become became becomes becoming seem seems seemed remain remains remained".split()
+)
 # A title before a name (compared lowercased, without a final "."; the word
 # must be capitalized in the text). No "St." (St. Paul's is a church).
 TITLES = frozenset(
@@ -116,8 +119,24 @@ HEAD_ENDS = frozenset(
 POSSESSIVES = frozenset(["'s", "’s", "'", "’"])
 # What may stand between an appositive and its noun: "A, B" or "A -- B".
 APPOSITION = frozenset([",", "--", "—"])
-CLOSE_NO_SPACE = frozenset(",.;:!?)]}”’…") | {"...", "'s", "’s", "n't", "n’t", "'ll", "’ll", "'ve", "’ve",
-                                             "'m", "’m", "'d", "’d", "'re", "’re", "'em"}
+CLOSE_NO_SPACE = frozenset(",.;:!?)]}”’…") | {
+    "...",
+    "'s",
+    "’s",
+    "n't",
+    "n’t",
+    "'ll",
+    "’ll",
+    "'ve",
+    "’ve",
+    "'m",
+    "’m",
+    "'d",
+    "’d",
+    "'re",
+    "’re",
+    "'em",
+}
 OPEN_NO_SPACE = frozenset("([{“‘")
 Mention = Tuple[int, int]  # inclusive token range
 
@@ -292,9 +311,7 @@ def derive_rows(
         people = [
             {
                 "clusters": members,
-                "mentions": [
-                    " ".join(words[max(s, start) : min(e + 1, end)]) for c in members for s, e in inside[c]
-                ],
+                "mentions": [" ".join(words[max(s, start) : min(e + 1, end)]) for c in members for s, e in inside[c]],
                 "evidence": [ev for c in members for ev in classes[c][1]],
             }
             for members in groups.values()
@@ -342,11 +359,14 @@ def _read_litbank_archive(path: Path):
 
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(path, "r:gz") as archive:
         members = [
-            m for m in archive.getmembers()
+            m
+            for m in archive.getmembers()
             if m.isfile() and "/coref/conll/" in m.name and m.name.endswith(".conll") and ".." not in m.name.split("/")
         ]
         if not members:
-            raise DataFormatError(path, None, "no */coref/conll/*.conll file in the archive (is it LitBank's GitHub archive?)")
+            raise DataFormatError(
+                path, None, "no */coref/conll/*.conll file in the archive (is it LitBank's GitHub archive?)"
+            )
         for member in members:
             target = Path(tmp) / Path(member.name).name
             with archive.extractfile(member) as src:
@@ -367,19 +387,32 @@ def write_tsv(rows: Sequence[Dict], path: Path) -> None:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("litbank", type=Path, help="LitBank's coreference CoNLL files: a folder (e.g. ../shared/data/litbank), one file, or LitBank's GitHub archive (.tar.gz)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "litbank",
+        type=Path,
+        help="LitBank's coreference CoNLL files: a folder (e.g. ../shared/data/litbank), one file, or LitBank's GitHub archive (.tar.gz)",
+    )
     p.add_argument("output", type=Path, help="the TSV to write (ID, Text, Count)")
     p.add_argument("--min-tokens", type=int, default=50, help="shortest window, tokens")
     p.add_argument("--max-tokens", type=int, default=130, help="longest window, tokens")
-    p.add_argument("--explain", type=Path, default=None, help="also write a JSONL: each row's counted people, mentions and evidence")
+    p.add_argument(
+        "--explain",
+        type=Path,
+        default=None,
+        help="also write a JSONL: each row's counted people, mentions and evidence",
+    )
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not 1 <= args.min_tokens <= args.max_tokens:
-        print(f"error: need 1 <= --min-tokens <= --max-tokens, got {args.min_tokens}, {args.max_tokens}", file=sys.stderr)
+        print(
+            f"error: need 1 <= --min-tokens <= --max-tokens, got {args.min_tokens}, {args.max_tokens}", file=sys.stderr
+        )
         return 2
     if not args.litbank.exists():
         print(

@@ -37,6 +37,7 @@ every problem) when something is wrong; it never swaps in other data.
   missing piece is named with what to install, e.g.
   `pip install "spacy-memcoref[viz]"`.
 """
+
 import argparse
 import ast
 import hashlib
@@ -178,7 +179,9 @@ def line_needs(line: str, step: str, package_build: str, project_dir: Path) -> L
         if tokens[1] == "scripts/json_report.py":  # json_report.py OUTPUT COMMAND...
             needs += line_needs(shlex.join(tokens[3:]), step, package_build, project_dir)
         elif tokens[1] == "scripts/train.py":  # `spacy train` with the same arguments
-            needs += line_needs(shlex.join(["python", "-m", "spacy", "train", *tokens[2:]]), step, package_build, project_dir)
+            needs += line_needs(
+                shlex.join(["python", "-m", "spacy", "train", *tokens[2:]]), step, package_build, project_dir
+            )
         return needs
     if len(tokens) < 3 or tokens[1] != "-m":
         return needs
@@ -191,11 +194,25 @@ def line_needs(line: str, step: str, package_build: str, project_dir: Path) -> L
         build = _option(words, "--build") or "sdist"
         formats = {f.strip() for f in (package_build if "${" in build else build).split(",")}
         if "wheel" in formats:
-            needs.append(Need("distribution", "build", step, "`spacy package --build wheel` builds the wheel with `build`", PACKAGE_EXTRA))
+            needs.append(
+                Need(
+                    "distribution",
+                    "build",
+                    step,
+                    "`spacy package --build wheel` builds the wheel with `build`",
+                    PACKAGE_EXTRA,
+                )
+            )
         elif "sdist" in formats:
             needs.append(
-                Need("distribution", "build", step, "`spacy package --build sdist` builds with `build` (without it, the deprecated `setup.py sdist`)",
-                     PACKAGE_EXTRA, required=False)
+                Need(
+                    "distribution",
+                    "build",
+                    step,
+                    "`spacy package --build sdist` builds with `build` (without it, the deprecated `setup.py sdist`)",
+                    PACKAGE_EXTRA,
+                    required=False,
+                )
             )
     return needs
 
@@ -254,7 +271,13 @@ def workflow_problems(project: Path, workflow: str, package_build: str) -> Tuple
             continue
         steps = list(dict.fromkeys(n.step for n in needs))
         where = f"step{'s' if len(steps) > 1 else ''} {', '.join(steps)}"
-        missing = "does not exist" if need.kind == "file" else "is not on PATH" if need.kind == "program" else "is not installed"
+        missing = (
+            "does not exist"
+            if need.kind == "file"
+            else "is not on PATH"
+            if need.kind == "program"
+            else "is not installed"
+        )
         message = f"{where}: {need.why}, and {need.name} {missing}: {_install_hint(need)}"
         if not need.required and need.name == "build" and not module_installed("setuptools"):
             message = f"{where}: {need.why}, and neither build nor setuptools is installed: {_install_hint(need)}"
@@ -327,12 +350,22 @@ def ontogum_problems(root: Path, splits_md: Path, test_split: str) -> List[str]:
         if not names:
             problems.append(f"{splits_md} has no split {split!r} (it has {', '.join(splits) or 'none'})")
             continue
-        absent = [n for n in names if not (root / "conll" / f"{n}.conll").is_file() or not (root / "conllu" / f"{n}.conllu").is_file()]
+        absent = [
+            n
+            for n in names
+            if not (root / "conll" / f"{n}.conll").is_file() or not (root / "conllu" / f"{n}.conllu").is_file()
+        ]
         if len(absent) == len(names):
-            hint = " (a copy without them: score the dev split with --vars.ontogum_test_split dev)" if split == test_split != "dev" else ""
+            hint = (
+                " (a copy without them: score the dev split with --vars.ontogum_test_split dev)"
+                if split == test_split != "dev"
+                else ""
+            )
             problems.append(f"none of the {len(names)} documents of split {split!r} is in {root}{hint}")
         elif absent:
-            problems.append(f"{len(absent)} of the {len(names)} documents of split {split!r} are not in {root} (e.g. {absent[0]})")
+            problems.append(
+                f"{len(absent)} of the {len(names)} documents of split {split!r} are not in {root} (e.g. {absent[0]})"
+            )
     return problems
 
 
@@ -363,7 +396,9 @@ def corpus_manifest(args) -> dict:
         files = [splits_md] + [p for sub in ("conll", "conllu") for p in (root / sub).iterdir() if p.is_file()]
         info["test_is_dev"] = test_split == "dev"
     else:
-        info["splits"] = {role: {"format": "conll2012", "path": str(path)} for role, path in zip(("train", "dev", "test"), args.conll)}
+        info["splits"] = {
+            role: {"format": "conll2012", "path": str(path)} for role, path in zip(("train", "dev", "test"), args.conll)
+        }
         files = [f for path in args.conll for f in conll_files(path)]
         info["test_is_dev"] = args.conll[1].resolve() == args.conll[2].resolve()
     info["digest"] = digest(files)
@@ -380,15 +415,34 @@ def write_json(path: Path, data: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=sorted(CORPORA), help="s2e's corpus: ontogum (public) or ontonotes (LDC)")
-    parser.add_argument("--ontogum", nargs=3, metavar=("ONTOGUM_DIR", "SPLITS_MD", "TEST_SPLIT"), help="OntoGUM's native folder, GUM's splits.md and the split scored as test")
-    parser.add_argument("--conll", nargs=3, type=Path, metavar=("TRAIN", "DEV", "TEST"), help="CoNLL-2012 train, dev and test folders (OntoNotes)")
+    parser.add_argument(
+        "--ontogum",
+        nargs=3,
+        metavar=("ONTOGUM_DIR", "SPLITS_MD", "TEST_SPLIT"),
+        help="OntoGUM's native folder, GUM's splits.md and the split scored as test",
+    )
+    parser.add_argument(
+        "--conll",
+        nargs=3,
+        type=Path,
+        metavar=("TRAIN", "DEV", "TEST"),
+        help="CoNLL-2012 train, dev and test folders (OntoNotes)",
+    )
     parser.add_argument("--gap", nargs=3, type=Path, metavar=("DEVELOPMENT", "VALIDATION", "TEST"), help="GAP TSVs")
     parser.add_argument("--people", type=Path, help="people-counting TSV")
-    parser.add_argument("--litbank", type=Path, help="LitBank's coreference CoNLL files: a folder, or the GitHub archive (.tar.gz)")
-    parser.add_argument("--package-build", default="sdist", help="the formats `spacy package --build` will be asked for")
-    parser.add_argument("--workflow", help="check that every step of this workflow of --project can run (modules, programs)")
+    parser.add_argument(
+        "--litbank", type=Path, help="LitBank's coreference CoNLL files: a folder, or the GitHub archive (.tar.gz)"
+    )
+    parser.add_argument(
+        "--package-build", default="sdist", help="the formats `spacy package --build` will be asked for"
+    )
+    parser.add_argument(
+        "--workflow", help="check that every step of this workflow of --project can run (modules, programs)"
+    )
     parser.add_argument("--project", type=Path, default=Path("project.yml"), help="the project.yml of --workflow")
-    parser.add_argument("--manifest", type=Path, help="write the chosen corpus's manifest (JSON) here when the data is ready")
+    parser.add_argument(
+        "--manifest", type=Path, help="write the chosen corpus's manifest (JSON) here when the data is ready"
+    )
     args = parser.parse_args(argv)
     corpus = args.corpus or ("ontonotes" if args.conll else None)
     if args.manifest and corpus is None:
@@ -406,7 +460,9 @@ def main(argv=None) -> int:
         conll_missing = False
         for role, path in zip(("train", "dev", "test"), args.conll):
             found = conll_problems(path, role)
-            conll_missing = conll_missing or any("does not exist" in p or "holds no" in p or "_skel" in p for p in found)
+            conll_missing = conll_missing or any(
+                "does not exist" in p or "holds no" in p or "_skel" in p for p in found
+            )
             problems.extend(found)
         if conll_missing:
             help_texts.append(ONTONOTES_HELP)
@@ -422,9 +478,13 @@ def main(argv=None) -> int:
         if any("does not exist" in p for p in found):
             help_texts.append(ONTOGUM_HELP)
         if test_split == "dev":
-            notes.append("the OntoGUM split scored as 'test' is dev: its scores are dev scores (dev also picks the best checkpoint)")
+            notes.append(
+                "the OntoGUM split scored as 'test' is dev: its scores are dev scores (dev also picks the best checkpoint)"
+            )
     if args.gap:
-        hint = "run `python -m spacy project assets` (it downloads the GAP TSVs) or set --vars.gap_dir / --vars.gap_test"
+        hint = (
+            "run `python -m spacy project assets` (it downloads the GAP TSVs) or set --vars.gap_dir / --vars.gap_test"
+        )
         for what, path in zip(("GAP development", "GAP validation", "GAP test"), args.gap):
             problems.extend(file_problems(path, what, hint))
         if args.gap[2].resolve() == args.gap[1].resolve():
@@ -433,7 +493,11 @@ def main(argv=None) -> int:
                 "so its 'test' scores are optimistic"
             )
     if args.people:
-        problems.extend(file_problems(args.people, "people-counting TSV", "set --vars.people_tsv to a TSV of ID, text, count (with a header)"))
+        problems.extend(
+            file_problems(
+                args.people, "people-counting TSV", "set --vars.people_tsv to a TSV of ID, text, count (with a header)"
+            )
+        )
     if args.litbank and not args.litbank.exists():
         problems.append(
             f"LitBank {args.litbank} does not exist: run `python -m spacy project assets` (it fetches LitBank's "

@@ -17,6 +17,7 @@ included, with type and information status) for s2e's auxiliary losses;
 when DIR does not exist, or the corpus is not OntoGUM, the train split is
 converted without it and the summary says so.
 """
+
 import json
 import re
 import subprocess
@@ -37,7 +38,10 @@ def gum_layer_note(manifest: dict, gum_entities: Optional[Path]) -> Tuple[bool, 
     if manifest["splits"]["train"]["format"] != "ontogum":
         return False, "GUM's entity layer: not added (the corpus is not OntoGUM)"
     if not gum_entities.is_dir():
-        return False, f"GUM's entity layer: not added ({gum_entities} does not exist); the all-mentions scorer learns from the cluster mentions only, and the singleton, entity-type and information-status losses refuse train.spacy"
+        return (
+            False,
+            f"GUM's entity layer: not added ({gum_entities} does not exist); the all-mentions scorer learns from the cluster mentions only, and the singleton, entity-type and information-status losses refuse train.spacy",
+        )
     return True, f"GUM's entity layer: added to the train split from {gum_entities}"
 
 
@@ -49,7 +53,20 @@ def commands(manifest: dict, out: Path, gum_entities: Optional[Path] = None):
         target = out / f"{role}.spacy"
         extra = ["--gum-entities", str(gum_entities)] if with_gum and role == "train" else []
         if split["format"] == "ontogum":
-            yield role, ["convert", "ontogum", split["path"], str(target), "--split", split["split"], "--splits", split["splits_md"], *extra]
+            yield (
+                role,
+                [
+                    "convert",
+                    "ontogum",
+                    split["path"],
+                    str(target),
+                    "--split",
+                    split["split"],
+                    "--splits",
+                    split["splits_md"],
+                    *extra,
+                ],
+            )
         elif split["format"] == "conll2012":
             yield role, ["convert", "conll", split["path"], str(target), *extra]
         else:

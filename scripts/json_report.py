@@ -9,6 +9,7 @@ The file is written only when the command succeeds and its last line is a
 JSON object; otherwise this exits non-zero and leaves no file. A leading
 `python` is the interpreter running this script, as in `spacy project run`.
 """
+
 import json
 import os
 import subprocess
@@ -42,7 +43,10 @@ def main(argv) -> int:
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        print(f"json_report: the last line of output is not a JSON object: {last!r}; {output} not written", file=sys.stderr)
+        print(
+            f"json_report: the last line of output is not a JSON object: {last!r}; {output} not written",
+            file=sys.stderr,
+        )
         return 1
     output.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)

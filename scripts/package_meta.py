@@ -25,6 +25,7 @@ the package (its MANIFEST.in names them), so the sdist and the wheel carry them.
 The encoder is read from the pipeline's config.cfg (`name` of its
 transformer; null: the embedded all-MiniLM-L6-v2).
 """
+
 import argparse
 import configparser
 import json
@@ -174,14 +175,28 @@ def encoder_source(name: Optional[str]) -> Dict[str, str]:
             "license": "Apache-2.0",
         }
     elif Path(name).is_dir():
-        source = {"name": f"{Path(name).name} (a local encoder folder)", "url": "", "license": _card_license(Path(name)) or UNKNOWN}
+        source = {
+            "name": f"{Path(name).name} (a local encoder folder)",
+            "url": "",
+            "license": _card_license(Path(name)) or UNKNOWN,
+        }
     else:
-        source = {"name": name, "url": f"https://huggingface.co/{name}", "license": ENCODER_LICENSES.get(name.lower(), UNKNOWN)}
+        source = {
+            "name": name,
+            "url": f"https://huggingface.co/{name}",
+            "license": ENCODER_LICENSES.get(name.lower(), UNKNOWN),
+        }
     if source["license"] == UNKNOWN:
-        source["terms"] = "Not known to this project: read the encoder's model card and license before you ship this package."
+        source["terms"] = (
+            "Not known to this project: read the encoder's model card and license before you ship this package."
+        )
     else:
         url = LICENSE_URLS.get(source["license"].lower())
-        source["terms"] = f"{source['license']}" + (f" ({url})" if url else "") + "; the package's weights include the encoder's layers."
+        source["terms"] = (
+            f"{source['license']}"
+            + (f" ({url})" if url else "")
+            + "; the package's weights include the encoder's layers."
+        )
     return source
 
 
@@ -265,7 +280,10 @@ def main(argv=None) -> int:
     encoders = [encoder_source(name) for name in config_encoders(args.model)]
     for source in encoders:
         if source["license"] == UNKNOWN:
-            print(f"warning: the license of the encoder {source['name']} is unknown: LICENSES_SOURCES says so", file=sys.stderr)
+            print(
+                f"warning: the license of the encoder {source['name']} is unknown: LICENSES_SOURCES says so",
+                file=sys.stderr,
+            )
 
     meta = json.loads(meta_path.read_text(encoding="utf8"))
     meta["sources"] = [{key: s[key] for key in ("name", "url", "license")} for s in data + encoders]

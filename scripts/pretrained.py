@@ -14,6 +14,7 @@ The recipe file is the one home of the recipe: meta.json records it as it
 was run. Writes training/pretrained/NAME/ and
 spacy_memcoref/pretrained_models/NAME/.
 """
+
 import argparse
 import json
 import os
@@ -55,16 +56,52 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     python = sys.executable
     return [
         [  # through scripts/train.py, for the environment it gives `spacy train`
-            python, str(Path("scripts", "train.py")), recipe["config"], "--output", str(run),
-            "--paths.train", recipe["train"], "--paths.dev", recipe["dev"], "--gpu-id", str(gpu_id),
-            "--system.seed", str(recipe["seed"]), "--training.max_steps", str(recipe["steps"]),
-            "--training.optimizer.learn_rate.total_steps", str(recipe["steps"]), *overrides,
+            python,
+            str(Path("scripts", "train.py")),
+            recipe["config"],
+            "--output",
+            str(run),
+            "--paths.train",
+            recipe["train"],
+            "--paths.dev",
+            recipe["dev"],
+            "--gpu-id",
+            str(gpu_id),
+            "--system.seed",
+            str(recipe["seed"]),
+            "--training.max_steps",
+            str(recipe["steps"]),
+            "--training.optimizer.learn_rate.total_steps",
+            str(recipe["steps"]),
+            *overrides,
         ],
-        [python, "-m", "spacy_memcoref", tune, str(run / "model-best"), recipe["dev"], *also, "--output", str(run / "model-tuned"), "--gpu-id", str(gpu_id)],
         [
-            python, "-m", "spacy_memcoref", "pretrained-build", str(run / "model-tuned"),
-            str(Path("spacy_memcoref", "pretrained_models", name)), "--name", name,
-            "--meta", str(recipe_file), "--dev", recipe["dev"], *store,
+            python,
+            "-m",
+            "spacy_memcoref",
+            tune,
+            str(run / "model-best"),
+            recipe["dev"],
+            *also,
+            "--output",
+            str(run / "model-tuned"),
+            "--gpu-id",
+            str(gpu_id),
+        ],
+        [
+            python,
+            "-m",
+            "spacy_memcoref",
+            "pretrained-build",
+            str(run / "model-tuned"),
+            str(Path("spacy_memcoref", "pretrained_models", name)),
+            "--name",
+            name,
+            "--meta",
+            str(recipe_file),
+            "--dev",
+            recipe["dev"],
+            *store,
         ],
     ]
 

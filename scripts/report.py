@@ -9,6 +9,7 @@ evaluation taken from each input's folder and file name; with --corpus, a
 and prints the table. Scores in [0, 1] are shown as
 percentages in the table and kept as fractions in the JSON.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -63,7 +64,9 @@ def main(argv) -> int:
         test_name = test.get("split", "test")
         lines += [
             f"s2e's corpus: **{corpus['name']}** ({corpus['license']}); "
-            f"scored on its {test_name} split" + (" (dev scores: dev also chose the checkpoint)" if corpus.get("test_is_dev") else "") + ".",
+            f"scored on its {test_name} split"
+            + (" (dev scores: dev also chose the checkpoint)" if corpus.get("test_is_dev") else "")
+            + ".",
             "PeTra: GAP (development: training; validation: checkpoint and threshold).",
             "",
         ]

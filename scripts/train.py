@@ -26,6 +26,7 @@ its large CPU buffers, which makes updates faster (benchmarks/RESULTS.md,
 allocation, while spaCy imports it, so no config setting can set it; off
 Linux, or where the kernel grants no huge pages, it does nothing.
 """
+
 import os
 import shlex
 import signal
@@ -57,7 +58,9 @@ def _output_dir(args: List[str]) -> Optional[Path]:
 def has_checkpoint(output: Optional[Path]) -> bool:
     """Whether `output` holds a checkpoint written to the end (its COMPLETE
     marker; spacy_memcoref/training/checkpoint.py)."""
-    return output is not None and any((p / "COMPLETE").is_file() for p in output.glob("checkpoint-*") if not p.name.endswith(".partial"))
+    return output is not None and any(
+        (p / "COMPLETE").is_file() for p in output.glob("checkpoint-*") if not p.name.endswith(".partial")
+    )
 
 
 def train_argv(args: List[str]) -> List[str]:
@@ -84,7 +87,9 @@ def train_argv(args: List[str]) -> List[str]:
             i += 2
         else:
             if token == KEEP:
-                raise ValueError(f"{args[i - 1] if i else 'the config path'} is {KEEP!r}: only `--section.key` overrides may keep the config's own value")
+                raise ValueError(
+                    f"{args[i - 1] if i else 'the config path'} is {KEEP!r}: only `--section.key` overrides may keep the config's own value"
+                )
             kept.append(token)
             i += 1
     if "--resume" not in kept and has_checkpoint(_output_dir(kept)):

@@ -3,6 +3,7 @@
 Only cheap imports here: spaCy imports every factory module when a pipeline is
 created, so torch and transformers are imported lazily by the model builders.
 """
+
 from typing import Optional
 
 from .about import __version__
@@ -10,6 +11,7 @@ from .about import __version__
 # Registers doc._.memory_log and token._.memory_usage (spaCy only, no torch),
 # so Docs read back from a DocBin have them without loading a pipeline.
 from .doc_helpers import memory_log  # noqa: F401
+
 # doc._.entity_vectors, likewise
 from .doc_helpers import entity_vectors as _entity_vectors  # noqa: F401
 from .entities import EntityRecord, Mention, entities
@@ -42,4 +44,17 @@ def load(name: Optional[str] = None, *, encoder: Optional[str] = None):
     return load_pretrained(DEFAULT_MODEL if name is None else name, encoder=encoder)
 
 
-__all__ = ["__version__", "load", "resolve", "Resolved", "Edit", "entities", "EntityRecord", "Mention", "run_in_float32", "run_in_bfloat16", "Stream", "StreamEntity"]
+__all__ = [
+    "__version__",
+    "load",
+    "resolve",
+    "Resolved",
+    "Edit",
+    "entities",
+    "EntityRecord",
+    "Mention",
+    "run_in_float32",
+    "run_in_bfloat16",
+    "Stream",
+    "StreamEntity",
+]

@@ -3,6 +3,7 @@
 Each command imports its implementation lazily so `--help` stays fast and no
 command pays for torch unless it needs it.
 """
+
 import json
 import math
 import sys
@@ -19,8 +20,20 @@ from .pretrained import DEFAULT_MODEL
 
 # The order of a workflow: data, then (after `spacy train`) tuning, then using a pipeline.
 COMMAND_ORDER = (
-    "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
-    "resolve", "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
+    "convert",
+    "export",
+    "score",
+    "train",
+    "tune-link-threshold",
+    "tune-gap-threshold",
+    "resolve",
+    "predict",
+    "annotate",
+    "quantize",
+    "visualize",
+    "count-people",
+    "info",
+    "pretrained-build",
 )
 
 
@@ -47,9 +60,17 @@ app = typer.Typer(
     rich_markup_mode=None,
     cls=_WorkflowOrder,
 )
-convert_app = typer.Typer(help="Convert gold data to spaCy DocBin (.spacy) files.", no_args_is_help=True, rich_markup_mode=None)
-export_app = typer.Typer(help="Write the clusters in a DocBin back out as CoNLL-2012 or a GAP system file.", no_args_is_help=True, rich_markup_mode=None)
-score_app = typer.Typer(help="Score a response against a key, like the reference scorers.", no_args_is_help=True, rich_markup_mode=None)
+convert_app = typer.Typer(
+    help="Convert gold data to spaCy DocBin (.spacy) files.", no_args_is_help=True, rich_markup_mode=None
+)
+export_app = typer.Typer(
+    help="Write the clusters in a DocBin back out as CoNLL-2012 or a GAP system file.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+score_app = typer.Typer(
+    help="Score a response against a key, like the reference scorers.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(convert_app, name="convert", short_help="Gold data to DocBin: conll, ontogum, gap.")
 app.add_typer(export_app, name="export", short_help="DocBin clusters to CoNLL-2012 or a GAP system file.")
 app.add_typer(score_app, name="score", short_help="Score a response against a key: conll, gap.")
@@ -112,7 +133,9 @@ def _attach_gum_entities(docbin: Path, gum_entities: Optional[Path]) -> None:
 
 @convert_app.command("conll")
 def convert_conll(
-    input_path: Path = typer.Argument(..., help="A CoNLL-2012 file, or a directory searched recursively for *_conll / *.conll files."),
+    input_path: Path = typer.Argument(
+        ..., help="A CoNLL-2012 file, or a directory searched recursively for *_conll / *.conll files."
+    ),
     output_path: Path = typer.Argument(..., help="The DocBin (.spacy) to write."),
     lang: str = typer.Option("en", "--lang", help="Language of the blank vocab the Docs are made with."),
     gum_entities: Optional[Path] = typer.Option(None, "--gum-entities", help=_GUM_ENTITIES_HELP),
@@ -132,9 +155,13 @@ def convert_conll(
 
 @convert_app.command("ontogum")
 def convert_ontogum(
-    input_path: Path = typer.Argument(..., help="ONTOGUM_DIR: holds conll/ and conllu/, as coref/ontogum/ in the GUM repository."),
+    input_path: Path = typer.Argument(
+        ..., help="ONTOGUM_DIR: holds conll/ and conllu/, as coref/ontogum/ in the GUM repository."
+    ),
     output_path: Path = typer.Argument(..., help="The DocBin (.spacy) to write."),
-    split: Optional[str] = typer.Option(None, "--split", help="train, dev, test or test2 (GUM's splits; needs --splits). Default: every document."),
+    split: Optional[str] = typer.Option(
+        None, "--split", help="train, dev, test or test2 (GUM's splits; needs --splits). Default: every document."
+    ),
     splits: Optional[Path] = typer.Option(None, "--splits", help="GUM's splits.md."),
     lang: str = typer.Option("en", "--lang", help="Language of the blank vocab the Docs are made with."),
     gum_entities: Optional[Path] = typer.Option(None, "--gum-entities", help=_GUM_ENTITIES_HELP),
@@ -244,7 +271,7 @@ def score_gap(
     _print_scores(f"gold: {gold_path}  system: {system_path}", scores, rows)
 
 
-@app.command("predict", short_help='Run a pipeline over a DocBin and save the result for export and score.')
+@app.command("predict", short_help="Run a pipeline over a DocBin and save the result for export and score.")
 def predict(
     model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="A DocBin of gold Docs (from `convert`)."),
@@ -252,7 +279,9 @@ def predict(
     batch_size: int = typer.Option(8, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
     prefix: str = typer.Option(CLUSTER_PREFIX, "--prefix", help="Span-group prefix of the gold clusters to remove."),
-    resolved: bool = typer.Option(False, "--resolved", help='Also store the resolved text and its edits in each Doc\'s user_data["resolved"].'),
+    resolved: bool = typer.Option(
+        False, "--resolved", help='Also store the resolved text and its edits in each Doc\'s user_data["resolved"].'
+    ),
 ) -> None:
     """Run a pipeline over the Docs of a DocBin, keeping their tokens, spans and
     user data (GAP labels, doc ids) but not their gold clusters, and save the
@@ -339,8 +368,16 @@ def _require_text(text: str, where: str) -> str:
 def resolve_cmd(
     text: Optional[str] = typer.Argument(None, help='The text; "-" or none: read standard input.'),
     file: Optional[Path] = typer.Option(None, "--file", help="Read the text from this UTF-8 file."),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", help="A shipped model (memcoref info lists them), a package name or a pipeline folder."),
-    as_json: bool = typer.Option(False, "--json", help='Print one JSON object: {"clusters": [[{"start", "end", "text"}, ...], ...], "resolved": ...} (character offsets into the text, end exclusive).'),
+    model: str = typer.Option(
+        DEFAULT_MODEL,
+        "--model",
+        help="A shipped model (memcoref info lists them), a package name or a pipeline folder.",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help='Print one JSON object: {"clusters": [[{"start", "end", "text"}, ...], ...], "resolved": ...} (character offsets into the text, end exclusive).',
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Run a pipeline on one text and print its coreference clusters, one line
@@ -388,7 +425,9 @@ def _output_path(model: ResolvedModel, output: Optional[Path], inputs: List[Opti
     if output is not None:
         return check_pipeline_output(output, [_model_input(model), *inputs])
     if model.shipped:
-        raise ValueError(f"{model.model} is a shipped model (its stored form, not a pipeline folder to save in place): give --output")
+        raise ValueError(
+            f"{model.model} is a shipped model (its stored form, not a pipeline folder to save in place): give --output"
+        )
     if Path(model.model).is_dir():
         return check_pipeline_output(Path(model.model), inputs)
     raise ValueError(f"{model.model!r} is not a directory: give --output to save the pipeline")
@@ -402,10 +441,18 @@ def _output_path(model: ResolvedModel, output: Optional[Path], inputs: List[Opti
 def train_cmd(
     ctx: typer.Context,
     config_path: Path = typer.Argument(..., help="The training config (any `spacy train` config)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder: model-best, model-last and the checkpoints (none without it)."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Output folder: model-best, model-last and the checkpoints (none without it)."
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for the CPU."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the newest complete checkpoint in --output (of the same config and overrides)."),
-    code: Optional[Path] = typer.Option(None, "--code", "-c", help="A Python file with registered functions, as for spacy train."),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue from the newest complete checkpoint in --output (of the same config and overrides).",
+    ),
+    code: Optional[Path] = typer.Option(
+        None, "--code", "-c", help="A Python file with registered functions, as for spacy train."
+    ),
 ):
     """Train as `spacy train CONFIG --output DIR [--section.key value ...]`
     does, the same updates, and write a checkpoint (weights, optimizer,
@@ -429,7 +476,12 @@ def train_cmd(
         raise _fail(CheckpointError(None, "--resume needs the --output folder that holds the checkpoints"))
     existing = ckpt.complete_checkpoints(output) if output is not None else []
     if existing and not resume:
-        raise _fail(CheckpointError(output, f"holds a checkpoint ({existing[-1].name}): --resume continues it; another --output, or removing the checkpoint-* folders, starts again"))
+        raise _fail(
+            CheckpointError(
+                output,
+                f"holds a checkpoint ({existing[-1].name}): --resume continues it; another --output, or removing the checkpoint-* folders, starts again",
+            )
+        )
     setup_gpu(gpu_id)
     with show_validation_error(config_path):
         config = spacy_util.load_config(config_path, overrides=overrides, interpolate=False)
@@ -444,13 +496,21 @@ def train_cmd(
         raise typer.Exit(code=EXIT_STOPPED)
 
 
-@app.command("tune-gap-threshold", short_help='PeTra: calibrate and choose the GAP decision threshold on validation data.')
+@app.command(
+    "tune-gap-threshold", short_help="PeTra: calibrate and choose the GAP decision threshold on validation data."
+)
 def tune_gap_threshold_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="GAP validation Docs (a DocBin made by `convert gap`)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."
+    ),
     component: Optional[str] = typer.Option(None, "--component", help="The PeTra component (default: the first one)."),
-    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Fit the probability calibration (Platt scaling) on these Docs first; --no-calibrate keeps the component's."),
+    calibrate: bool = typer.Option(
+        True,
+        "--calibrate/--no-calibrate",
+        help="Fit the probability calibration (Platt scaling) on these Docs first; --no-calibrate keeps the component's.",
+    ),
     batch_size: int = typer.Option(16, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
@@ -469,7 +529,9 @@ def tune_gap_threshold_cmd(
         resolved = resolve_model(model)
         out_path = _output_path(resolved, output, [input_path])
         nlp = load_pipeline(resolved, gpu_id)
-        tuned = tune_pipeline_gap_threshold(nlp, input_path, component=component, calibrate=calibrate, batch_size=batch_size)
+        tuned = tune_pipeline_gap_threshold(
+            nlp, input_path, component=component, calibrate=calibrate, batch_size=batch_size
+        )
     except (DataFormatError, OSError, ValueError) as err:
         raise _fail(err)
     for line in tuned.table_lines():
@@ -482,13 +544,21 @@ def tune_gap_threshold_cmd(
     typer.echo(json.dumps(tuned.summary(), sort_keys=True))
 
 
-@app.command("tune-link-threshold", short_help='s2e: choose the link threshold with the best CoNLL F1 on dev data.')
+@app.command("tune-link-threshold", short_help="s2e: choose the link threshold with the best CoNLL F1 on dev data.")
 def tune_link_threshold_cmd(
     model: str = typer.Argument(..., help="A trained s2e pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="Dev Docs with gold clusters (a DocBin made by `convert conll`)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."),
-    component: Optional[str] = typer.Option(None, "--component", help="The s2e component (default: the first coreference component)."),
-    also: List[str] = typer.Option([], "--also", help="Another checkpoint to tune the same way (e.g. model-last beside model-best; repeatable): the one with the best tuned CoNLL F1 is saved, MODEL on a tie. Needs --output."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Save the pipeline here (default: in place when MODEL is a directory)."
+    ),
+    component: Optional[str] = typer.Option(
+        None, "--component", help="The s2e component (default: the first coreference component)."
+    ),
+    also: List[str] = typer.Option(
+        [],
+        "--also",
+        help="Another checkpoint to tune the same way (e.g. model-last beside model-best; repeatable): the one with the best tuned CoNLL F1 is saved, MODEL on a tie. Needs --output.",
+    ),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
 ) -> None:
     """Choose s2e's link threshold on dev data: the one of -6.00, -5.75, ...,
@@ -529,14 +599,29 @@ def tune_link_threshold_cmd(
     typer.echo(json.dumps(chosen.summary(among_several=bool(also)), sort_keys=True))
 
 
-@app.command("count-people", short_help='PeTra: count the people in texts (paper §3.5) and score the counts.')
+@app.command("count-people", short_help="PeTra: count the people in texts (paper §3.5) and score the counts.")
 def count_people_cmd(
     model: str = typer.Argument(..., help="A trained PeTra pipeline: package name or directory."),
     input_path: Path = typer.Argument(..., help="TSV with a header row, then ID<TAB>text<TAB>count."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Overwrite threshold; default: chosen on --dev / --dev-fraction, else the component's stored one, else 0.5."),
-    dev_path: Optional[Path] = typer.Option(None, "--dev", help="A TSV (same format) to choose alpha on: the alpha with the fewest wrong counts."),
-    dev_fraction: Optional[float] = typer.Option(None, "--dev-fraction", help="Choose alpha on this leading fraction of INPUT's rows (file order); report on the rest."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Save the pipeline here with the chosen alpha in the component's cfg (people_alpha)."),
+    alpha: Optional[float] = typer.Option(
+        None,
+        "--alpha",
+        help="Overwrite threshold; default: chosen on --dev / --dev-fraction, else the component's stored one, else 0.5.",
+    ),
+    dev_path: Optional[Path] = typer.Option(
+        None, "--dev", help="A TSV (same format) to choose alpha on: the alpha with the fewest wrong counts."
+    ),
+    dev_fraction: Optional[float] = typer.Option(
+        None,
+        "--dev-fraction",
+        help="Choose alpha on this leading fraction of INPUT's rows (file order); report on the rest.",
+    ),
+    output: Optional[Path] = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Save the pipeline here with the chosen alpha in the component's cfg (people_alpha).",
+    ),
     component: Optional[str] = typer.Option(None, "--component", help="The PeTra component (default: the first one)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Docs a batch."),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU to run on; -1 for CPU."),
@@ -615,31 +700,62 @@ def visualize_cmd(
 # ----- corpus-scale annotation: the work is in spacy_memcoref/annotate/ --------------
 
 
-@app.command("annotate", short_help='Annotate a corpus to JSONL / DocBin shards, resumable, on one machine or Ray.')
+@app.command("annotate", short_help="Annotate a corpus to JSONL / DocBin shards, resumable, on one machine or Ray.")
 def annotate_cmd(
     model: str = typer.Argument(..., help="A trained pipeline: package name or directory."),
-    input_path: Path = typer.Argument(..., help='A JSONL file ({"id": ..., "text": ...} a line) or folder of them, a folder of .txt files (id = relative path), or DocBin (.spacy) files.'),
+    input_path: Path = typer.Argument(
+        ...,
+        help='A JSONL file ({"id": ..., "text": ...} a line) or folder of them, a folder of .txt files (id = relative path), or DocBin (.spacy) files.',
+    ),
     output_dir: Path = typer.Argument(..., help="Folder for the numbered shards and manifest.json (a rerun resumes)."),
-    engine: str = typer.Option("local", "--engine", help="local (nlp.pipe in this process or --n-process processes) or ray (Ray Data: needs the ray extra of spacy-memcoref)."),
+    engine: str = typer.Option(
+        "local",
+        "--engine",
+        help="local (nlp.pipe in this process or --n-process processes) or ray (Ray Data: needs the ray extra of spacy-memcoref).",
+    ),
     output_format: str = typer.Option("jsonl", "--format", help="jsonl, spacy (DocBin) or jsonl,spacy."),
     text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text."),
-    id_field: str = typer.Option("id", "--id-field", help="JSONL field with the document id (default when absent: file:line)."),
+    id_field: str = typer.Option(
+        "id", "--id-field", help="JSONL field with the document id (default when absent: file:line)."
+    ),
     input_format: str = typer.Option("auto", "--input-format", help="auto (by suffix), jsonl, txt or spacy."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of JSONL and txt files."),
-    shard_size: int = typer.Option(1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."),
+    shard_size: int = typer.Option(
+        1000, "--shard-size", help="Documents a shard (the unit of output, resume and parallel work)."
+    ),
     batch_size: int = typer.Option(8, "--batch-size", help="Documents a nlp.pipe batch."),
-    skip_errors: bool = typer.Option(False, "--skip-errors", help="Record bad lines and bad files (unreadable, symlink loops, truncated DocBins: one error each) in shard-*.errors.jsonl and go on (default: stop at the first)."),
-    resolved: bool = typer.Option(False, "--resolved", help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record; with --format spacy, store them in each Doc\'s user_data["resolved"], as predict --resolved does.'),
+    skip_errors: bool = typer.Option(
+        False,
+        "--skip-errors",
+        help="Record bad lines and bad files (unreadable, symlink loops, truncated DocBins: one error each) in shard-*.errors.jsonl and go on (default: stop at the first).",
+    ),
+    resolved: bool = typer.Option(
+        False,
+        "--resolved",
+        help='Add "resolved" (the text with pronouns replaced by their entity) and "edits" (source and target offsets) to each JSONL record; with --format spacy, store them in each Doc\'s user_data["resolved"], as predict --resolved does.',
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output of another run in OUTPUT_DIR."),
-    prefix: Optional[str] = typer.Option(None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."),
+    prefix: Optional[str] = typer.Option(
+        None, "--prefix", help="Span-group prefix of the clusters (default: the pipeline's memcoref component's)."
+    ),
     n_process: Optional[int] = typer.Option(None, "--n-process", help="local: worker processes (default 1)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="local: torch threads a process (default: the cores shared out)."),
+    threads: Optional[int] = typer.Option(
+        None, "--threads", help="local: torch threads a process (default: the cores shared out)."
+    ),
     gpu_id: Optional[int] = typer.Option(None, "--gpu-id", help="local: GPU to run on (default -1: CPU)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="ray: actors (default: as many as the cluster's CPUs, or GPUs, allow)."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="ray: actors (default: as many as the cluster's CPUs, or GPUs, allow)."
+    ),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="ray: GPUs an actor (default 0)."),
-    cpus_per_worker: Optional[float] = typer.Option(None, "--cpus-per-worker", help="ray: CPUs an actor, also its torch threads (default 1)."),
-    address: Optional[str] = typer.Option(None, "--address", help="ray: the cluster to join (default $RAY_ADDRESS, else a new local cluster)."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar (default: when stderr is a terminal)."),
+    cpus_per_worker: Optional[float] = typer.Option(
+        None, "--cpus-per-worker", help="ray: CPUs an actor, also its torch threads (default 1)."
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="ray: the cluster to join (default $RAY_ADDRESS, else a new local cluster)."
+    ),
+    progress: Optional[bool] = typer.Option(
+        None, "--progress/--no-progress", help="Progress bar (default: when stderr is a terminal)."
+    ),
 ) -> None:
     """Annotate a corpus: numbered shards of JSONL (id, clusters as character
     offsets and mention texts, a name a cluster) and/or DocBin, each written
@@ -648,13 +764,31 @@ def annotate_cmd(
     from .annotate import AnnotateOptions, annotate_corpus, format_summary
 
     options = AnnotateOptions(
-        engine=engine, formats=output_format, text_field=text_field, id_field=id_field, input_format=input_format,
-        encoding=encoding, shard_size=shard_size, batch_size=batch_size, skip_errors=skip_errors, resolved=resolved,
-        overwrite=overwrite, prefix=prefix, n_process=n_process, threads=threads, gpu_id=gpu_id, workers=workers,
-        gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker, address=address, progress=progress,
+        engine=engine,
+        formats=output_format,
+        text_field=text_field,
+        id_field=id_field,
+        input_format=input_format,
+        encoding=encoding,
+        shard_size=shard_size,
+        batch_size=batch_size,
+        skip_errors=skip_errors,
+        resolved=resolved,
+        overwrite=overwrite,
+        prefix=prefix,
+        n_process=n_process,
+        threads=threads,
+        gpu_id=gpu_id,
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        cpus_per_worker=cpus_per_worker,
+        address=address,
+        progress=progress,
     )
     try:
-        summary = annotate_corpus(model, input_path, output_dir, options, log=lambda message: typer.echo(message, err=True))
+        summary = annotate_corpus(
+            model, input_path, output_dir, options, log=lambda message: typer.echo(message, err=True)
+        )
     except (DataFormatError, OSError, ValueError, ImportError, AnnotateError) as err:
         raise _fail(err)
     for line in format_summary(summary):
@@ -695,10 +829,12 @@ def _quantize_pipeline(nlp, model: str) -> Dict[str, int]:
     return counts
 
 
-@app.command("quantize", short_help='Write an int8 copy of a pipeline for CPU inference.')
+@app.command("quantize", short_help="Write an int8 copy of a pipeline for CPU inference.")
 def quantize_cmd(
     model: str = typer.Argument(..., help="A trained pipeline: a directory or an installed package name."),
-    output: Path = typer.Argument(..., help="The directory to write the int8 pipeline to (new, empty, or an earlier pipeline output)."),
+    output: Path = typer.Argument(
+        ..., help="The directory to write the int8 pipeline to (new, empty, or an earlier pipeline output)."
+    ),
 ) -> None:
     """Write a copy of a pipeline whose encoder runs in int8 on CPU: dynamic
     quantization of every Linear layer of each memcoref component's
@@ -755,17 +891,34 @@ def info_cmd(
             typer.echo(line)
 
 
-@app.command("pretrained-build", short_help="Store a trained pipeline as a shipped model (what training changed, checksummed).")
+@app.command(
+    "pretrained-build", short_help="Store a trained pipeline as a shipped model (what training changed, checksummed)."
+)
 def pretrained_build_cmd(
-    model: Path = typer.Argument(..., help="A trained pipeline folder: its encoder the embedded all-MiniLM-L6-v2, or a local folder of the encoder --encoder names."),
+    model: Path = typer.Argument(
+        ...,
+        help="A trained pipeline folder: its encoder the embedded all-MiniLM-L6-v2, or a local folder of the encoder --encoder names.",
+    ),
     output: Path = typer.Argument(..., help="The folder to write (config.cfg, weights.safetensors, meta.json)."),
     name: str = typer.Option(..., "--name", help="The model's name, e.g. s2e-ontogum."),
-    meta_file: Optional[Path] = typer.Option(None, "--meta", help="A JSON file of what to record: description, sources, recipe."),
-    dev: Optional[Path] = typer.Option(None, "--dev", help="A DocBin to score the STORED form on; the scores go into meta.json."),
+    meta_file: Optional[Path] = typer.Option(
+        None, "--meta", help="A JSON file of what to record: description, sources, recipe."
+    ),
+    dev: Optional[Path] = typer.Option(
+        None, "--dev", help="A DocBin to score the STORED form on; the scores go into meta.json."
+    ),
     dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16, float16 or float32."),
-    form: str = typer.Option("full", "--form", help="How the tuned encoder matrices are stored: full, int8 (8-bit weight-only) or lowrank (what training added, as a rank-r product)."),
+    form: str = typer.Option(
+        "full",
+        "--form",
+        help="How the tuned encoder matrices are stored: full, int8 (8-bit weight-only) or lowrank (what training added, as a rank-r product).",
+    ),
     rank: int = typer.Option(64, "--rank", help="The rank of --form lowrank."),
-    encoder: Optional[str] = typer.Option(None, "--encoder", help="The Hugging Face name of the pipeline's encoder (e.g. sentence-transformers/all-mpnet-base-v2), when it is not the embedded MiniLM: load() finds it by that name."),
+    encoder: Optional[str] = typer.Option(
+        None,
+        "--encoder",
+        help="The Hugging Face name of the pipeline's encoder (e.g. sentence-transformers/all-mpnet-base-v2), when it is not the embedded MiniLM: load() finds it by that name.",
+    ),
 ) -> None:
     """Write what training changed relative to the base encoder (the
     fine-tuned layers, the head) as safetensors with a SHA-256 each, then
@@ -778,15 +931,24 @@ def pretrained_build_cmd(
     try:
         check_pipeline_output(output, [model, meta_file, dev])
         extra = json.loads(meta_file.read_text(encoding="utf8")) if meta_file else {}
-        record = pretrained.build(model, output, name=name, dtype=dtype, form=form, rank=rank, encoder=encoder, meta=extra)
+        record = pretrained.build(
+            model, output, name=name, dtype=dtype, form=form, rank=rank, encoder=encoder, meta=extra
+        )
         if dev is not None:
             from spacy.training import Example
 
             nlp = pretrained.load(output)
             gold = read_docbin(dev, nlp.vocab)
             scores = nlp.evaluate([Example(nlp.make_doc(doc.text), doc) for doc in gold])
-            kept = {key: round(float(value), 4) for key, value in scores.items() if isinstance(value, (int, float)) and key.startswith(("coref_", "gap_"))}
-            record["scores"] = {**record.get("scores", {}), **{f"{dev.name}: {key}": value for key, value in kept.items()}}
+            kept = {
+                key: round(float(value), 4)
+                for key, value in scores.items()
+                if isinstance(value, (int, float)) and key.startswith(("coref_", "gap_"))
+            }
+            record["scores"] = {
+                **record.get("scores", {}),
+                **{f"{dev.name}: {key}": value for key, value in kept.items()},
+            }
             pretrained.write_meta(output, record)
     except (ValueError, OSError) as err:
         raise _fail(err)

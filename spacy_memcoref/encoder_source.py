@@ -15,6 +15,7 @@ Whatever is found, its weights file must have the SHA-256 recorded when the
 model was built: a stored change applies only to the weights it was
 computed from. When nothing is found, one line says how to get it.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -111,7 +112,10 @@ def _download(hub_name: str, model: str):
     try:
         from huggingface_hub import snapshot_download
 
-        print(f"spacy_memcoref: downloading {hub_name} (about 420 MB) for {model!r} into the Hugging Face cache", file=sys.stderr)
+        print(
+            f"spacy_memcoref: downloading {hub_name} (about 420 MB) for {model!r} into the Hugging Face cache",
+            file=sys.stderr,
+        )
         folder = Path(snapshot_download(hub_name, allow_patterns=list(FILES)))
     except Exception as err:
         reason = " ".join(str(err).split()) or type(err).__name__

@@ -30,6 +30,7 @@ last token (the head of most English noun phrases without a modifier after
 the noun). The vectors cost nothing unless asked for: the encoder runs again
 only then.
 """
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
@@ -105,7 +106,9 @@ def mention_head(span: "Span", parsed: Optional[bool] = None) -> int:
     return span.root.i if parsed else span.end - 1
 
 
-def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: str = CLUSTER_PREFIX) -> List[EntityRecord]:
+def entities(
+    doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: str = CLUSTER_PREFIX
+) -> List[EntityRecord]:
     """One record a cluster of the Doc (doc.spans[f"{prefix}_{N}"], empty
     groups skipped), mentions and name by the rules at the top of this
     module.
@@ -117,7 +120,10 @@ def entities(doc: "Doc", *, vectors_from: Optional["Language"] = None, prefix: s
     prefix (str): the cluster prefix.
     RETURNS (List[EntityRecord]): in cluster order.
     """
-    clusters = [(n, sorted((s for s in group if len(s)), key=lambda s: (s.start, -s.end))) for n, group in numbered_clusters(doc, prefix)]
+    clusters = [
+        (n, sorted((s for s in group if len(s)), key=lambda s: (s.start, -s.end)))
+        for n, group in numbered_clusters(doc, prefix)
+    ]
     clusters = [(n, spans) for n, spans in clusters if spans]
     records = []
     tagged = is_tagged(doc)

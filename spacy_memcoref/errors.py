@@ -2,6 +2,7 @@
 model that cannot be loaded (naming the file), and the failures of corpus
 annotation (which the annotate engines raise and the runner and the CLI
 catch); and the helpers that keep their messages short."""
+
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -32,7 +33,7 @@ def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     head = max(limit * 2 // 3, 1)
-    return f"{text[:head]}...{text[-max(limit - head - 3, 1):]} ({len(text)} characters)"
+    return f"{text[:head]}...{text[-max(limit - head - 3, 1) :]} ({len(text)} characters)"
 
 
 def shorten(message: str, limit: int = REASON_LIMIT) -> str:

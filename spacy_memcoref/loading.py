@@ -8,6 +8,7 @@ its folder), for the loader, annotate and pretrained alike.
 spaCy is imported by the functions, torch only when threads are asked for:
 the CLI imports this module for every command.
 """
+
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -148,7 +149,9 @@ def resolve_model(model: Any) -> ResolvedModel:
             found = sorted(package.glob("*/config.cfg"))
             folder = found[0].parent if found else package
             meta_path = folder / "meta.json" if (folder / "meta.json").exists() else package / "meta.json"
-            return ResolvedModel(text, folder, pretrained.read_json(meta_path), text, _config_prefixes(folder), package=True)
+            return ResolvedModel(
+                text, folder, pretrained.read_json(meta_path), text, _config_prefixes(folder), package=True
+            )
     except Exception:  # not an installed package: spacy.load will say so
         pass
     return ResolvedModel(text, None, identity=text)

@@ -23,6 +23,7 @@ trained pipeline folder (`spacy project run pretrained`).
 
 torch and safetensors are imported by the functions that need them.
 """
+
 import json
 from datetime import date
 from pathlib import Path
@@ -124,8 +125,6 @@ def _check_format(folder: Path, meta: Dict[str, Any]) -> None:
     """RAISES PretrainedError: meta.json is not of the stored form."""
     if meta.get("format") != FORMAT:
         raise PretrainedError(f"{folder / META_FILE}: format {meta.get('format')!r}, expected {FORMAT!r}")
-
-
 
 
 def check_files(folder: Path, meta: Dict[str, Any]) -> None:
@@ -283,7 +282,9 @@ def load_stored(folder: Path, meta: Dict[str, Any], *, encoder: Optional[Union[s
         for pipe_name, node_name, module in torch_modules(nlp):
             state = module.state_dict()
             prefix = f"{pipe_name}/{node_name}/"
-            mine = {key[len(prefix) :]: form for key, form in weight_forms.stored_keys(stored) if key.startswith(prefix)}
+            mine = {
+                key[len(prefix) :]: form for key, form in weight_forms.stored_keys(stored) if key.startswith(prefix)
+            }
             unknown = sorted(set(mine) - set(state))
             if unknown:
                 raise PretrainedError(f"{where}: tensors the model does not have: {unknown[:5]}")
@@ -461,7 +462,9 @@ def build(
         counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in base.values())}
     output_dir.mkdir(parents=True, exist_ok=True)
     config.to_disk(output_dir / CONFIG_FILE)
-    save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype, "form": form})
+    save_file(
+        tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype, "form": form}
+    )
     (output_dir / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600: a package's data is readable by all
     component_cfg = {
         pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}
@@ -527,11 +530,15 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
     for source in meta.get("sources", []):
         yield f"  trained on: {source.get('name')} ({source.get('license')})"
     base = meta["base_encoder"]
-    where = f"package {base['package']}" if base.get("package") else "Hugging Face Hub (found in its cache, or downloaded)"
+    where = (
+        f"package {base['package']}" if base.get("package") else "Hugging Face Hub (found in its cache, or downloaded)"
+    )
     yield f"  encoder: {base['name']} ({base['license']}), {where}"
     form = meta.get("form", {"encoder": "full"})
     if form["encoder"] != "full":
-        yield f"  tuned encoder layers stored as: {form['encoder']}" + (f", rank {form['rank']}" if "rank" in form else "")
+        yield f"  tuned encoder layers stored as: {form['encoder']}" + (
+            f", rank {form['rank']}" if "rank" in form else ""
+        )
     recipe = meta.get("recipe", {})
     if recipe:
         yield f"  recipe: {recipe.get('config', '?')}, {recipe.get('steps', '?')} steps, seed {recipe.get('seed', '?')}"

@@ -41,6 +41,7 @@ of its own. Speakers, where given, go to the model as
 ``doc.spans["speakers"]`` (the gold-data form the s2e models train on) and
 on the returned Doc the same way.
 """
+
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
@@ -218,7 +219,11 @@ class Stream:
         return srsly.msgpack_dumps(
             {
                 "version": STATE_VERSION,
-                "settings": {"window_tokens": self.window_tokens, "max_entities": self.max_entities, "prefix": self.prefix},
+                "settings": {
+                    "window_tokens": self.window_tokens,
+                    "max_entities": self.max_entities,
+                    "prefix": self.prefix,
+                },
                 "next_id": self._next_id,
                 "n_pieces": self._n_pieces,
                 "pieces": [asdict(p) for p in self._pieces],
@@ -258,12 +263,19 @@ class Stream:
             return numpy.frombuffer(saved[key], dtype="float32").reshape(shape).copy()
 
         try:
-            self._memory = MemoryState(gru=array("gru", (d,)), memory=array("memory", (n, d)), usage=array("usage", (n,)))
+            self._memory = MemoryState(
+                gru=array("gru", (d,)), memory=array("memory", (n, d)), usage=array("usage", (n,))
+            )
         except ValueError as err:
             raise StreamStateError(f"Stream.from_bytes: the saved memory does not have its shape ({err})") from err
         self._episodes = CellEpisodes(list(saved["episode"]), [set(f) for f in saved["features"]])
         self._cells = [
-            _Cell(c["episode"], c["entity"], c["name"], (c["pending"][0], c["pending"][1], c["pending"][2]) if c["pending"] is not None else None)
+            _Cell(
+                c["episode"],
+                c["entity"],
+                c["name"],
+                (c["pending"][0], c["pending"][1], c["pending"][2]) if c["pending"] is not None else None,
+            )
             for c in saved["cells"]
         ]
 
@@ -280,7 +292,9 @@ class Stream:
             raise StreamStateError(f"Stream.from_bytes: not a saved stream state ({err})") from err
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
             found = state.get("version") if isinstance(state, dict) else type(state).__name__
-            raise StreamStateError(f"Stream.from_bytes: expected a stream state of version {STATE_VERSION}, got {found!r}")
+            raise StreamStateError(
+                f"Stream.from_bytes: expected a stream state of version {STATE_VERSION}, got {found!r}"
+            )
         try:
             settings = state["settings"]
             pieces = [
@@ -289,7 +303,11 @@ class Stream:
             ]
             entities = [StreamEntity(**e) for e in state["entities"]]
             next_id, n_pieces = int(state["next_id"]), int(state["n_pieces"])
-            window_tokens, max_entities, prefix = settings["window_tokens"], settings["max_entities"], settings["prefix"]
+            window_tokens, max_entities, prefix = (
+                settings["window_tokens"],
+                settings["max_entities"],
+                settings["prefix"],
+            )
             self._restore_memory(state["memory"])
         except (KeyError, TypeError) as err:
             raise StreamStateError(f"Stream.from_bytes: the state is incomplete ({err!r})") from err
@@ -413,7 +431,9 @@ class Stream:
         doc = self._piece_doc(context, start, piece)
         n_cells = reading.log["overwrite"].shape[1]
         if len(doc) != len(context) - first:  # the piece's own tokens differ from the window's (never seen)
-            raise RuntimeError(f"Stream: piece {piece.index} has {len(doc)} tokens alone, {len(context) - first} in its window")
+            raise RuntimeError(
+                f"Stream: piece {piece.index} has {len(doc)} tokens alone, {len(context) - first} in its window"
+            )
         if self._episodes is None:
             self._episodes = CellEpisodes.empty(n_cells)
             self._cells = [_Cell() for _ in range(n_cells)]
@@ -424,7 +444,9 @@ class Stream:
         set_memory_log(doc, reading.log)
         tagged = is_tagged(doc)
         assigned: Dict[Tuple[int, int], int] = {}
-        by_start = sorted(((span, key) for key, spans in mentions.items() for span in spans), key=lambda x: (x[0][0], -x[0][1]))
+        by_start = sorted(
+            ((span, key) for key, spans in mentions.items() for span in spans), key=lambda x: (x[0][0], -x[0][1])
+        )
         for (s, e), (cell_index, episode) in by_start:
             cell = self._cells[cell_index]
             if cell.episode != episode:  # the cell was overwritten: a new entity
@@ -446,7 +468,9 @@ class Stream:
                 spans = [doc[a : b + 1] for a, b in mentions[(cell_index, episode)]]
                 representative = representative_of(spans, tagged)
                 # the pending first mention's name (its piece may have left the window) before this piece's
-                name = cell.name or (representative_name(representative, tagged) if representative is not None else None)
+                name = cell.name or (
+                    representative_name(representative, tagged) if representative is not None else None
+                )
                 cell.entity = self._named_or_new(name)
                 cell.name = self._entities[cell.entity].name
                 if cell.pending is not None:
@@ -506,7 +530,9 @@ class Stream:
     def _record_earlier(self, window: List[_Piece], offsets: List[int], span: "Span", entity_id: int) -> None:
         for earlier, offset in zip(window, offsets):
             if offset <= span.start_char < offset + len(earlier.text):
-                self._record_in_piece(window, earlier.index, span.start_char - offset, span.end_char - offset, entity_id)
+                self._record_in_piece(
+                    window, earlier.index, span.start_char - offset, span.end_char - offset, entity_id
+                )
                 return
 
     def _record_in_piece(self, window: List[_Piece], index: int, start: int, end: int, entity_id: int) -> None:
@@ -577,7 +603,15 @@ def _is_first_person(span: "Span") -> bool:
 def _annotated_attrs(doc: "Doc") -> List[str]:
     """The token attributes the pipeline set on this Doc (to copy them)."""
     attrs = []
-    for name, attr_set in (("TAG", ["TAG"]), ("POS", ["POS"]), ("MORPH", ["MORPH"]), ("LEMMA", ["LEMMA"]), ("DEP", ["DEP", "HEAD"]), ("SENT_START", ["SENT_START"]), ("ENT_IOB", ["ENT_IOB", "ENT_TYPE"])):
+    for name, attr_set in (
+        ("TAG", ["TAG"]),
+        ("POS", ["POS"]),
+        ("MORPH", ["MORPH"]),
+        ("LEMMA", ["LEMMA"]),
+        ("DEP", ["DEP", "HEAD"]),
+        ("SENT_START", ["SENT_START"]),
+        ("ENT_IOB", ["ENT_IOB", "ENT_TYPE"]),
+    ):
         if doc.has_annotation(name):
             attrs.extend(attr_set)
     if "DEP" in attrs and "SENT_START" in attrs:  # the parse sets the sentences

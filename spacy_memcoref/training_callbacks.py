@@ -1,4 +1,5 @@
 """Callbacks for `spacy train` configs (`[training.before_update]`)."""
+
 import ctypes
 import ctypes.util
 import functools
@@ -140,9 +141,13 @@ def make_before_update(
     """
     _check_threads("spacy_memcoref.before_update.v1", threads)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
-        raise ValueError(f"spacy_memcoref.before_update.v1: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
+        raise ValueError(
+            f"spacy_memcoref.before_update.v1: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}"
+        )
     if not isinstance(release_memory, bool):
-        raise ValueError(f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}")
+        raise ValueError(
+            f"spacy_memcoref.before_update.v1: release_memory must be true or false, got {release_memory!r}"
+        )
     glibc = _glibc() if release_memory and release_memory_settings() else None
     global _hinted
     hint = huge_pages_hint() if glibc is not None and not _hinted else None

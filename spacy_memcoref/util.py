@@ -1,5 +1,6 @@
 """Small helpers shared by the readers, the converters and the CLI, and the
 package's one name for a mention as token indices (TokenSpan)."""
+
 import contextlib
 import os
 import shutil
@@ -139,7 +140,6 @@ def refuse_overwriting_input(inputs: Iterable[Union[str, Path]], output: Union[s
             _refuse(output, f"the output is inside the input folder {source}: writing it would change the input")
         if _inside(source, output):
             _refuse(output, f"the output is a folder that holds the input {source}: writing it would destroy the input")
-
 
 
 def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, str]]:

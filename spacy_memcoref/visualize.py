@@ -10,6 +10,7 @@
   predicted cluster's mentions, labelled by cluster number; for GAP Docs a
   second rendering shows the A, B and PRONOUN spans.
 """
+
 import html
 import re
 import warnings
@@ -27,8 +28,18 @@ DISPLAY_KEY = "memcoref_clusters"
 DEFAULT_WRAP = 40
 # displaCy colours for cluster labels, cycled.
 PALETTE = (
-    "#7aecec", "#bfeeb7", "#feca74", "#ff9561", "#aa9cfc", "#c887fb",
-    "#9cc9cc", "#ffeb80", "#ff8197", "#f0d0ff", "#bfe1d9", "#e4e7d2",
+    "#7aecec",
+    "#bfeeb7",
+    "#feca74",
+    "#ff9561",
+    "#aa9cfc",
+    "#c887fb",
+    "#9cc9cc",
+    "#ffeb80",
+    "#ff8197",
+    "#f0d0ff",
+    "#bfe1d9",
+    "#e4e7d2",
 )
 
 
@@ -73,7 +84,9 @@ def doc_name(doc: Doc, index: int) -> str:
 # ----- PNG ---------------------------------------------------------------------------
 
 
-def memory_figure(tokens: Sequence[str], log: Mapping[str, Any], *, wrap: int = DEFAULT_WRAP, title: Optional[str] = None):
+def memory_figure(
+    tokens: Sequence[str], log: Mapping[str, Any], *, wrap: int = DEFAULT_WRAP, title: Optional[str] = None
+):
     """A matplotlib Figure of a memory log (paper Figure 5).
 
     tokens (Sequence[str]): the token texts (T).
@@ -128,7 +141,9 @@ def memory_figure(tokens: Sequence[str], log: Mapping[str, Any], *, wrap: int = 
             ax.axvline(len(chunk) - 0.5, color="#b0b0b0", linewidth=0.6)
             ax.axvspan(len(chunk) - 0.5, wrap - 0.5, color="white", zorder=2)
         if len(chunks) > 1:
-            ax.set_title(f"tokens {chunk.start}-{max(chunk.stop - 1, chunk.start)}", fontsize=7, loc="left", color="#606060")
+            ax.set_title(
+                f"tokens {chunk.start}-{max(chunk.stop - 1, chunk.start)}", fontsize=7, loc="left", color="#606060"
+            )
     if title:
         fig.suptitle(title, fontsize=9)
     if image is not None:
@@ -137,7 +152,9 @@ def memory_figure(tokens: Sequence[str], log: Mapping[str, Any], *, wrap: int = 
     return fig
 
 
-def render_memory_png(doc: Doc, path: Union[str, Path], *, wrap: int = DEFAULT_WRAP, title: Optional[str] = None) -> Path:
+def render_memory_png(
+    doc: Doc, path: Union[str, Path], *, wrap: int = DEFAULT_WRAP, title: Optional[str] = None
+) -> Path:
     """Write the memory-log picture of a Doc as a PNG.
 
     doc (Doc): a Doc with doc._.memory_log.
@@ -191,7 +208,7 @@ def memory_table_html(doc: Doc, *, wrap: int = DEFAULT_WRAP) -> str:
     labels = _row_labels(grid.shape[0] // 2)
     parts = []
     for chunk in _chunks(len(doc), wrap):
-        rows = ['<tr><th></th>' + "".join(f'<th class="tok">{html.escape(doc[t].text)}</th>' for t in chunk) + "</tr>"]
+        rows = ["<tr><th></th>" + "".join(f'<th class="tok">{html.escape(doc[t].text)}</th>' for t in chunk) + "</tr>"]
         for r, label in enumerate(labels):
             css = "cr" if label.startswith("CR") else "ow"
             cells = "".join(_cell(grid[r, t]) for t in chunk)
@@ -233,7 +250,9 @@ def clusters_html(doc: Doc, *, prefix: str = CLUSTER_PREFIX, page: bool = False)
             shown, style="span", page=page, jupyter=False, options={"spans_key": DISPLAY_KEY, "colors": colors}
         )
     if not labels:
-        note = f'<p class="memcoref-note">No coreference clusters in this document (doc.spans["{prefix}_*"] is empty).</p>'
+        note = (
+            f'<p class="memcoref-note">No coreference clusters in this document (doc.spans["{prefix}_*"] is empty).</p>'
+        )
         markup = note + markup if not page else markup.replace("<figure", note + "<figure", 1)
     return markup
 

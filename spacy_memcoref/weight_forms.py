@@ -17,6 +17,7 @@ the coreference head are stored `full` in every form. Every form expands to
 dense float tensors before the pipeline runs, so prediction runs at the
 speed of the full model. torch is imported by the functions.
 """
+
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
 FORMS = ("full", "int8", "lowrank")

@@ -12,6 +12,7 @@ tests/test_layers.py checks): the small CNN tok2vec that stands in for the
 transformer where the encoder does not matter, the torch modules' arguments
 from their builders' defaults, the s2e and PeTra configs and their examples.
 """
+
 import inspect
 import os
 import shutil
@@ -55,11 +56,26 @@ def cnn_tok2vec(*, width: int, depth: int, rows, maxout_pieces: int) -> dict:
 # take required arguments.
 
 PETRA_ARGS: Tuple[str, ...] = (
-    "hidden_size", "num_cells", "mlp_size", "usage_decay", "entity_loss_weight", "dropout", "learned_init", "fixed_key_size",
+    "hidden_size",
+    "num_cells",
+    "mlp_size",
+    "usage_decay",
+    "entity_loss_weight",
+    "dropout",
+    "learned_init",
+    "fixed_key_size",
 )
 S2E_HEAD_ARGS: Tuple[str, ...] = (
-    "hidden_size", "dropout", "max_width", "top_lambda", "max_antecedents", "use_speakers", "chunk_size",
-    "use_distance", "mention_loss_weight", "all_mentions_loss_weight",
+    "hidden_size",
+    "dropout",
+    "max_width",
+    "top_lambda",
+    "max_antecedents",
+    "use_speakers",
+    "chunk_size",
+    "use_distance",
+    "mention_loss_weight",
+    "all_mentions_loss_weight",
 )
 
 

@@ -4,6 +4,7 @@ A small CNN-tok2vec s2e pipeline, overfit for a few seconds so that it finds
 clusters, stands in for a trained model. The Ray tests share one local
 cluster (num_cpus=2) and skip when the `ray` extra is not installed.
 """
+
 import inspect
 import json
 import os
@@ -73,7 +74,9 @@ def reference(model_dir, corpus, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("annotate_reference") / "out"
     threads = torch.get_num_threads()
     try:  # one torch thread, as in the workers of the other engines
-        annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, progress=False)
+        annotate_corpus(
+            model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, progress=False
+        )
     finally:
         torch.set_num_threads(threads)
     return out
@@ -89,7 +92,11 @@ def read_records(out: Path):
 
 
 def read_errors(out: Path):
-    return [json.loads(line) for shard in sorted(out.glob("shard-*.errors.jsonl")) for line in shard.read_text(encoding="utf8").splitlines()]
+    return [
+        json.loads(line)
+        for shard in sorted(out.glob("shard-*.errors.jsonl"))
+        for line in shard.read_text(encoding="utf8").splitlines()
+    ]
 
 
 def shard_bytes(out: Path):
@@ -146,7 +153,11 @@ def test_a_record_names_a_cluster_by_its_representative_else_null():
     (cluster,) = doc_record("d1", doc)["clusters"]
     assert [m["text"] for m in cluster["mentions"]] == ["Alice Smith", "Alice"] and cluster["name"] == "Alice Smith"
     # with part-of-speech tags, PROPN decides
-    tagged = Doc(nlp.vocab, words=["The", "Boss", "left", ".", "Ann", "smiled"], pos=["DET", "NOUN", "VERB", "PUNCT", "PROPN", "VERB"])
+    tagged = Doc(
+        nlp.vocab,
+        words=["The", "Boss", "left", ".", "Ann", "smiled"],
+        pos=["DET", "NOUN", "VERB", "PUNCT", "PROPN", "VERB"],
+    )
     assert cluster_names(tagged, [tagged[0:2], tagged[4:5]]) == ["Ann"]
 
 
@@ -161,10 +172,26 @@ def test_fault_hooks_are_private_and_shard_results_pickle():
     assert pickle.loads(pickle.dumps(die_once)) == die_once
     die_once.strike(0)  # another shard: nothing happens
     result = ShardResult(
-        index=3, digest="abc", n_items=3, n_docs=2, n_errors=1, n_tokens=9, n_clusters=1, files={"jsonl": b"{}\n"}, ids=["a", "b"], pid=7
+        index=3,
+        digest="abc",
+        n_items=3,
+        n_docs=2,
+        n_errors=1,
+        n_tokens=9,
+        n_clusters=1,
+        files={"jsonl": b"{}\n"},
+        ids=["a", "b"],
+        pid=7,
     )
     assert pickle.loads(pickle.dumps(result)) == result
-    assert result.manifest_entry() == {"n_items": 3, "n_docs": 2, "n_errors": 1, "n_tokens": 9, "n_clusters": 1, "digest": "abc"}
+    assert result.manifest_entry() == {
+        "n_items": 3,
+        "n_docs": 2,
+        "n_errors": 1,
+        "n_tokens": 9,
+        "n_clusters": 1,
+        "digest": "abc",
+    }
 
 
 # ----- the local engine ---------------------------------------------------------
@@ -237,7 +264,19 @@ def test_output_folder_inside_the_input_folder_is_not_input(model_dir, tmp_path)
 
 def test_cli_annotate_and_rerun_of_finished_output(model_dir, corpus, reference, tmp_path):
     out = tmp_path / "out"
-    args = ["annotate", model_dir, str(corpus), str(out), "--shard-size", "5", "--batch-size", "4", "--format", "jsonl,spacy", "--no-progress"]
+    args = [
+        "annotate",
+        model_dir,
+        str(corpus),
+        str(out),
+        "--shard-size",
+        "5",
+        "--batch-size",
+        "4",
+        "--format",
+        "jsonl,spacy",
+        "--no-progress",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -292,10 +331,19 @@ def test_clear_errors_for_missing_model_input_and_options(model_dir, corpus, tmp
     runner = CliRunner()
     cases = [
         (["annotate", str(tmp_path / "nope"), str(corpus), str(tmp_path / "o1")], "cannot find the pipeline"),
-        (["annotate", model_dir, str(tmp_path / "missing.jsonl"), str(tmp_path / "o2")], "missing.jsonl: no such file or folder"),
-        (["annotate", model_dir, str(corpus), str(tmp_path / "o3"), "--workers", "2"], "--workers does not apply to --engine local"),
+        (
+            ["annotate", model_dir, str(tmp_path / "missing.jsonl"), str(tmp_path / "o2")],
+            "missing.jsonl: no such file or folder",
+        ),
+        (
+            ["annotate", model_dir, str(corpus), str(tmp_path / "o3"), "--workers", "2"],
+            "--workers does not apply to --engine local",
+        ),
         (["annotate", model_dir, str(corpus), str(tmp_path / "o4"), "--format", "csv"], "--format must be"),
-        (["annotate", model_dir, str(corpus), str(tmp_path / "o5"), "--shard-size", "0"], "--shard-size must be a positive integer"),
+        (
+            ["annotate", model_dir, str(corpus), str(tmp_path / "o5"), "--shard-size", "0"],
+            "--shard-size must be a positive integer",
+        ),
     ]
     for args, message in cases:
         result = runner.invoke(app, args)
@@ -307,10 +355,15 @@ def test_prefix_the_pipeline_does_not_write_is_refused(model_dir, tmp_path):
     """--prefix naming no span key of the pipeline used to give every record
     "clusters": [] and exit 0."""
     small = write_jsonl(tmp_path / "small.jsonl", TEXTS[:2])
-    result = CliRunner().invoke(app, ["annotate", model_dir, str(small), str(tmp_path / "out"), "--prefix", "coref_clusterz"])
+    result = CliRunner().invoke(
+        app, ["annotate", model_dir, str(small), str(tmp_path / "out"), "--prefix", "coref_clusterz"]
+    )
     assert result.exit_code == 1, result.output
     (line,) = result.output.strip().splitlines()
-    assert line.startswith("error: --prefix 'coref_clusterz': the pipeline ") and "writes no clusters under that prefix" in line
+    assert (
+        line.startswith("error: --prefix 'coref_clusterz': the pipeline ")
+        and "writes no clusters under that prefix" in line
+    )
     assert "its coreference component writes them under 'coref_clusters'" in line, line
     assert not (tmp_path / "out").exists(), "refused before any document"
     from spacy_memcoref.annotate import MemcorefPredictor
@@ -345,7 +398,11 @@ def test_annotate_writes_the_entity_records_of_a_shipped_model(tmp_path, monkeyp
     corpus = write_jsonl(tmp_path / "paragraphs.jsonl", texts)
     annotate_corpus("s2e-ontogum", corpus, tmp_path / "out", formats="jsonl,spacy", n_process=1, progress=False)
     records = read_records(tmp_path / "out")
-    written = [d for p in sorted((tmp_path / "out").glob("shard-*.spacy")) for d in DocBin().from_disk(p).get_docs(spacy.blank("en").vocab)]
+    written = [
+        d
+        for p in sorted((tmp_path / "out").glob("shard-*.spacy"))
+        for d in DocBin().from_disk(p).get_docs(spacy.blank("en").vocab)
+    ]
     nlp = spacy_memcoref.load("s2e-ontogum")
     assert len(records) == len(written) == len(texts)
     for record, doc_written, text in zip(records, written, texts):
@@ -375,7 +432,9 @@ def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch)
     outputs = {}
     for model in ("s2e-ontogum", str(folder)):
         out = tmp_path / ("by_path" if model == str(folder) else "by_name")
-        result = CliRunner().invoke(app, ["annotate", model, str(corpus), str(out), "--n-process", "1", "--no-progress"])
+        result = CliRunner().invoke(
+            app, ["annotate", model, str(corpus), str(out), "--n-process", "1", "--no-progress"]
+        )
         assert result.exit_code == 0, result.output
         outputs[model] = out
     by_name, by_path = read_records(outputs["s2e-ontogum"]), read_records(outputs[str(folder)])
@@ -388,7 +447,12 @@ def test_a_shipped_models_folder_is_the_model_its_name_is(tmp_path, monkeypatch)
     resolved = resolve_model(str(folder))
     assert resolved.shipped and resolved.name == "s2e-ontogum" and resolved.folder == folder.resolve()
     named = resolve_model("s2e-ontogum")
-    assert (named.folder, named.shipped, named.name, named.identity) == (resolved.folder, True, "s2e-ontogum", resolved.identity)
+    assert (named.folder, named.shipped, named.name, named.identity) == (
+        resolved.folder,
+        True,
+        "s2e-ontogum",
+        resolved.identity,
+    )
     assert named.span_prefixes == resolved.span_prefixes == ("coref_clusters",)
     # the loaders take the path too, and give the same clusters
     texts = TEXTS[:1]
@@ -408,13 +472,22 @@ def test_annotate_options_are_one_dataclass(tmp_path):
     from spacy_memcoref import cli
     from spacy_memcoref.annotate import AnnotateOptions
 
-    assert list(inspect.signature(annotate_corpus).parameters) == ["model", "input_path", "output_dir", "options", "log", "changes"]
+    assert list(inspect.signature(annotate_corpus).parameters) == [
+        "model",
+        "input_path",
+        "output_dir",
+        "options",
+        "log",
+        "changes",
+    ]
     command = inspect.signature(cli.annotate_cmd).parameters
     for option in dataclasses.fields(AnnotateOptions):
         default = command["output_format" if option.name == "formats" else option.name].default.default
         assert default == ("jsonl" if option.name == "formats" else option.default), option.name
     out = tmp_path / "out"
-    with pytest.raises(TypeError, match=r"unknown option\(s\) 'shard_sise': the options of AnnotateOptions are .*shard_size"):
+    with pytest.raises(
+        TypeError, match=r"unknown option\(s\) 'shard_sise': the options of AnnotateOptions are .*shard_size"
+    ):
         annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, shard_sise=5)
     with pytest.raises(TypeError, match="options must be AnnotateOptions, got dict"):
         annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, {"shard_size": 5})
@@ -423,7 +496,9 @@ def test_annotate_options_are_one_dataclass(tmp_path):
     with pytest.raises(ValueError, match="--workers does not apply to --engine local"):
         annotate_corpus("no-such-model", tmp_path / "in.jsonl", out, AnnotateOptions(shard_size=3), workers=2)
     assert not out.exists()
-    assert AnnotateOptions.of(AnnotateOptions(n_process=2), {"shard_size": 5}) == AnnotateOptions(n_process=2, shard_size=5)
+    assert AnnotateOptions.of(AnnotateOptions(n_process=2), {"shard_size": 5}) == AnnotateOptions(
+        n_process=2, shard_size=5
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         AnnotateOptions().shard_size = 5
 
@@ -464,7 +539,9 @@ def test_bad_line_stops_with_file_line_reason(model_dir, tmp_path):
     assert f"{corpus}:3: malformed JSON" in result.output and "--skip-errors" in result.output
 
 
-def test_a_parallel_engine_names_the_first_bad_line_whatever_order_its_shards_finish_in(model_dir, tmp_path, monkeypatch):
+def test_a_parallel_engine_names_the_first_bad_line_whatever_order_its_shards_finish_in(
+    model_dir, tmp_path, monkeypatch
+):
     # shards of 3 lines: 0 holds line 3 (malformed JSON), 1 lines 4-5, 2 line 7;
     # a process pool that hands them back last first, as a busy machine may
     from spacy_memcoref.annotate import local
@@ -540,7 +617,10 @@ def test_symlink_loop_in_a_txt_folder_is_one_bad_input(model_dir, tmp_path):
     records, errors = read_records(out), read_errors(out)
     assert [r["id"] for r in records] == ["a.txt", "sub/c.txt"]
     assert records[0]["clusters"] and all(r["n_tokens"] > 0 for r in records)
-    assert [(e["file"], e["line"]) for e in errors] == [(str(books / "loop"), None), (str(books / "sub" / "back"), None)]
+    assert [(e["file"], e["line"]) for e in errors] == [
+        (str(books / "loop"), None),
+        (str(books / "sub" / "back"), None),
+    ]
     assert all("symbolic link loop" in e["reason"] and "not followed" in e["reason"] for e in errors)
     assert str(books) in errors[1]["reason"]  # where the loop leads
     assert summary.documents == 2 and summary.errors == 2
@@ -570,7 +650,9 @@ def test_truncated_docbin_among_good_ones(model_dir, tmp_path):
     write_docbin(folder / "c.spacy", TEXTS[:3], [1, 2, 3])  # numeric ids: written as strings
     # with --skip-errors: the truncated file is one error, the good files' documents are all there
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["annotate", model_dir, str(folder), str(out), "--skip-errors", "--shard-size", "2", "--no-progress"])
+    result = CliRunner().invoke(
+        app, ["annotate", model_dir, str(folder), str(out), "--skip-errors", "--shard-size", "2", "--no-progress"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     records = read_records(out)
@@ -587,7 +669,10 @@ def test_truncated_docbin_among_good_ones(model_dir, tmp_path):
     with pytest.raises(BadInput, match=rf"{folder / 'b.spacy'}: a truncated or corrupt DocBin"):
         annotate_corpus(model_dir, folder, out2, shard_size=2, progress=False)
     assert sorted(manifest(out2)["shards"]) == ["0"] and not manifest(out2)["complete"]
-    assert sorted(p.name for p in out2.iterdir() if not p.name.startswith(".annotate")) == ["manifest.json", "shard-000000.jsonl"]
+    assert sorted(p.name for p in out2.iterdir() if not p.name.startswith(".annotate")) == [
+        "manifest.json",
+        "shard-000000.jsonl",
+    ]
     assert [r["id"] for r in read_records(out2)] == ["a0", "a1"]
     result = CliRunner().invoke(app, ["annotate", model_dir, str(folder), str(tmp_path / "out3"), "--no-progress"])
     assert result.exit_code == 1
@@ -606,7 +691,9 @@ def test_truncated_docbin_among_good_ones(model_dir, tmp_path):
 def test_duplicate_ids_are_warned_once_and_counted(model_dir, tmp_path):
     corpus = write_jsonl(tmp_path / "dups.jsonl", TEXTS[:6], ids=[7, "a", "b", "7", "a", 8])
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["annotate", model_dir, str(corpus), str(out), "--shard-size", "2", "--no-progress"])
+    result = CliRunner().invoke(
+        app, ["annotate", model_dir, str(corpus), str(out), "--shard-size", "2", "--no-progress"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     # every document is annotated, ids written as strings (7 and "7" are one id)
@@ -644,12 +731,17 @@ def test_input_of_no_documents_is_refused_like_predict(model_dir, tmp_path):
     of 0 documents, while `convert` and `predict` refuse an empty input."""
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n  \n\n", encoding="utf8")
-    with pytest.raises(ValueError, match=r"empty\.jsonl: the file holds no documents: it is empty or holds only blank lines"):
+    with pytest.raises(
+        ValueError, match=r"empty\.jsonl: the file holds no documents: it is empty or holds only blank lines"
+    ):
         annotate_corpus(model_dir, empty, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists(), "no manifest, no folder"
     result = CliRunner().invoke(app, ["annotate", model_dir, str(empty), str(tmp_path / "out")])
     assert result.exit_code == 1
-    assert result.output.strip() == f"error: {empty.resolve()}: the file holds no documents: it is empty or holds only blank lines"
+    assert (
+        result.output.strip()
+        == f"error: {empty.resolve()}: the file holds no documents: it is empty or holds only blank lines"
+    )
     assert not (tmp_path / "out").exists()
     # an existing OUTPUT_DIR is left as it was
     existing = tmp_path / "existing"
@@ -704,7 +796,9 @@ def test_two_processes_equal_one_and_survive_a_worker_death(model_dir, corpus, r
     out = tmp_path / "out"
     marker = tmp_path / "died"
     with _faults.inject(die_once=DieOnce(shard=1, marker=str(marker))):
-        summary = annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, n_process=2, progress=False)
+        summary = annotate_corpus(
+            model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, n_process=2, progress=False
+        )
     assert marker.exists(), "the worker annotating shard 1 should have died once"
     assert summary.documents == 23 and summary.shards == 5
     assert [r["id"] for r in read_records(out)] == [f"doc{i}" for i in range(23)]
@@ -915,7 +1009,9 @@ def test_parent_watcher_ends_a_worker_without_the_death_signal(tmp_path):
         ready, _, _ = select.select([proc.stdout], [], [], seconds)
         return proc.stdout.readline() if ready else b"(nothing in time)"
 
-    proc = subprocess.Popen([sys.executable, "-c", _MIDDLE, _ORPHAN], stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MIDDLE, _ORPHAN], stdout=subprocess.PIPE, bufsize=0, start_new_session=True
+    )
     child = None
     try:
         child = int(readline())
@@ -954,7 +1050,15 @@ def test_ray_equals_local_and_survives_an_actor_death(ray_cluster, model_dir, co
     marker = tmp_path / "died"
     with _faults.inject(die_once=DieOnce(shard=2, marker=str(marker))):
         summary = annotate_corpus(
-            model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False,
+            model_dir,
+            corpus,
+            out,
+            engine="ray",
+            workers=2,
+            formats="jsonl,spacy",
+            shard_size=5,
+            batch_size=4,
+            progress=False,
         )
     assert marker.exists(), "the actor annotating shard 2 should have died once"
     assert summary.documents == 23 and summary.shards == 5 and summary.errors == 0
@@ -967,7 +1071,17 @@ def test_ray_resumes_a_local_run_and_skips_errors(ray_cluster, model_dir, corpus
     out = tmp_path / "out"
     with pytest.raises(InjectedFailure), _faults.inject(fail_after_shards=2):
         annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
-    summary = annotate_corpus(model_dir, corpus, out, engine="ray", workers=2, formats="jsonl,spacy", shard_size=5, batch_size=4, progress=False)
+    summary = annotate_corpus(
+        model_dir,
+        corpus,
+        out,
+        engine="ray",
+        workers=2,
+        formats="jsonl,spacy",
+        shard_size=5,
+        batch_size=4,
+        progress=False,
+    )
     assert summary.skipped_shards == 1 and summary.shards == 4
     assert shard_bytes(out) == shard_bytes(reference)
     # bad lines: the same errors files as the local engine
@@ -992,7 +1106,10 @@ def test_memcoref_predictor_on_a_dataset_of_ones_own(ray_cluster, model_dir, cor
     assert [r["n_tokens"] for r in got] == [r["n_tokens"] for r in expected]
     # the class directly, as in the README, with pandas batches
     ds = ray_cluster.data.from_items(rows[:4]).map_batches(
-        MemcorefPredictor, fn_constructor_kwargs={"model": model_dir}, batch_size=2, batch_format="pandas",
+        MemcorefPredictor,
+        fn_constructor_kwargs={"model": model_dir},
+        batch_size=2,
+        batch_format="pandas",
         compute=ray_cluster.data.ActorPoolStrategy(size=1),
     )
     got = sorted(ds.take_all(), key=lambda r: int(r["id"][3:]))
@@ -1017,7 +1134,17 @@ def test_resolved_records_match_resolve_and_predict_option(model_dir, reference,
     from spacy_memcoref import resolve
 
     out = tmp_path / "out_resolved"
-    annotate_corpus(model_dir, corpus, out, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, resolved=True, progress=False)
+    annotate_corpus(
+        model_dir,
+        corpus,
+        out,
+        formats="jsonl,spacy",
+        shard_size=5,
+        batch_size=4,
+        threads=1,
+        resolved=True,
+        progress=False,
+    )
     plain = read_records(reference)
     got = read_records(out)
     assert [{k: v for k, v in r.items() if k not in ("resolved", "edits")} for r in got] == plain
@@ -1027,14 +1154,26 @@ def test_resolved_records_match_resolve_and_predict_option(model_dir, reference,
     for record, doc in zip(got, docs):
         result = resolve(doc)
         assert record["resolved"] == result.text == doc._.coref_resolved
-        assert record["edits"] == [{"source": list(e.source), "target": list(e.target), "text": e.text} for e in result.edits]
+        assert record["edits"] == [
+            {"source": list(e.source), "target": list(e.target), "text": e.text} for e in result.edits
+        ]
         for edit in record["edits"]:
             assert record["resolved"][edit["target"][0] : edit["target"][1]] == edit["text"]
         n_edits += len(record["edits"])
     assert n_edits > 0, "the overfit pipeline's clusters hold pronouns"
     # resolved output is another output: a plain run's folder is not reused for it
     with pytest.raises(OutputMismatch):
-        annotate_corpus(model_dir, corpus, reference, formats="jsonl,spacy", shard_size=5, batch_size=4, threads=1, resolved=True, progress=False)
+        annotate_corpus(
+            model_dir,
+            corpus,
+            reference,
+            formats="jsonl,spacy",
+            shard_size=5,
+            batch_size=4,
+            threads=1,
+            resolved=True,
+            progress=False,
+        )
     # predict --resolved stores the same in user_data
     source = tmp_path / "in.spacy"
     DocBin(docs=[nlp(t) for t in TEXTS[:3]]).to_disk(source)
@@ -1063,7 +1202,9 @@ def test_resolved_text_is_stored_in_the_docbin_as_predict_stores_it(model_dir, t
     assert any(r["edits"] for r in records), "the overfit pipeline's clusters hold pronouns"
     # the same place and the same values as `predict --resolved` (run over the same Docs)
     predicted = tmp_path / "pred.spacy"
-    result = CliRunner().invoke(app, ["predict", model_dir, str(out / "shard-000000.spacy"), str(predicted), "--resolved"])
+    result = CliRunner().invoke(
+        app, ["predict", model_dir, str(out / "shard-000000.spacy"), str(predicted), "--resolved"]
+    )
     assert result.exit_code == 0, result.output
     again = list(DocBin().from_disk(predicted).get_docs(nlp.vocab))
     assert [d.user_data["resolved"] for d in again] == [d.user_data["resolved"] for d in docs]
@@ -1079,7 +1220,10 @@ def test_text_longer_than_max_length_is_a_bad_document(model_dir, tmp_path):
     corpus = tmp_path / "long.jsonl"
     long_text = "word " * 200_001  # 1,000,005 characters: over spaCy's default max_length
     write_jsonl(corpus, [TEXTS[0], long_text, TEXTS[1]], ids=["a", "huge", "b"])
-    with pytest.raises(BadInput, match=r"long\.jsonl:2: text of 1,000,005 characters is longer than the pipeline's nlp\.max_length \(1,000,000"):
+    with pytest.raises(
+        BadInput,
+        match=r"long\.jsonl:2: text of 1,000,005 characters is longer than the pipeline's nlp\.max_length \(1,000,000",
+    ):
         annotate_corpus(model_dir, corpus, tmp_path / "out", progress=False)
     # a failed first run leaves nothing behind (it used to leave .annotate.lock)
     assert not (tmp_path / "out").exists()
@@ -1105,7 +1249,10 @@ def test_truncated_docbin_is_called_truncated_everywhere(model_dir, tmp_path):
     with pytest.raises(BadInput, match=r"b\.spacy: a truncated or corrupt DocBin"):
         annotate_corpus(model_dir, folder, tmp_path / "out", progress=False)
     runner = CliRunner()
-    for args in (["predict", model_dir, str(folder / "b.spacy"), str(tmp_path / "p.spacy")], ["export", "conll", str(folder / "b.spacy"), str(tmp_path / "e.conll")]):
+    for args in (
+        ["predict", model_dir, str(folder / "b.spacy"), str(tmp_path / "p.spacy")],
+        ["export", "conll", str(folder / "b.spacy"), str(tmp_path / "e.conll")],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1
         assert "truncated or corrupt DocBin" in result.output and "v2" not in result.output, result.output

@@ -1,6 +1,7 @@
 """The base-encoder presets (configs/petra_gap_base.cfg, configs/s2e_base.cfg)
 build from their files with a small random MPNet in place of the base
 encoder, overfit a tiny batch, and keep their encoder work in the cache."""
+
 from pathlib import Path
 
 import pytest

@@ -1,5 +1,6 @@
 """EmbeddedTransformer.v1 bfloat16 (the transformer under bfloat16 autocast)
 and transformer_config (settings for the Hugging Face config)."""
+
 import warnings
 
 import numpy
@@ -171,7 +172,10 @@ def _saved_and_loaded(folder, bfloat16):
     """An s2e pipeline saved with `bfloat16` and loaded back, its examples,
     and a list that records, at each encoder call, whether autocast was on."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": bfloat16}))
+    nlp.add_pipe(
+        "memcoref",
+        config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "bfloat16": bfloat16}),
+    )
     examples = make_examples(nlp)
     nlp.initialize(lambda: examples)
     nlp.to_disk(folder)

@@ -2,6 +2,7 @@
 against scipy's optimizer and a known generating model, the class-weight
 prior correction against the weighted loss's closed-form optimum, and a
 hand-computed reliability table."""
+
 import math
 
 import numpy

@@ -6,6 +6,7 @@ help lists the commands in workflow order.
 conftest's `models` (small s2e and PeTra pipelines, initialized, not trained)
 stand in for real ones.
 """
+
 import json
 import os
 import re
@@ -51,7 +52,9 @@ def test_batch_size_must_be_at_least_one(models, tmp_path, value):
 
 def test_visualize_counts_must_be_at_least_one(models, tmp_path):
     for option in ("--limit", "--wrap"):
-        result = runner.invoke(app, ["visualize", str(models / "petra"), str(models / "gap.spacy"), str(tmp_path / "v"), option, "0"])
+        result = runner.invoke(
+            app, ["visualize", str(models / "petra"), str(models / "gap.spacy"), str(tmp_path / "v"), option, "0"]
+        )
         assert_user_error(result, option, ">= 1")
 
 
@@ -74,7 +77,9 @@ def test_a_pipeline_that_drops_docs_is_an_error_not_a_short_result(models, tmp_p
     people.write_text(PEOPLE, encoding="utf8")
     result = runner.invoke(app, ["count-people", str(models / "petra"), str(people), "--alpha", "0.5"])
     assert_user_error(result, "1 Docs for 2")
-    result = runner.invoke(app, ["tune-gap-threshold", str(models / "petra"), str(models / "gap.spacy"), "-o", str(tmp_path / "t")])
+    result = runner.invoke(
+        app, ["tune-gap-threshold", str(models / "petra"), str(models / "gap.spacy"), "-o", str(tmp_path / "t")]
+    )
     assert_user_error(result, "Docs for")
 
 
@@ -226,8 +231,15 @@ def test_tune_link_threshold_checks_its_output_before_tuning(s2e_and_dev, tmp_pa
     tuned_calls = []
     real_tune = link_threshold.tune_link_threshold
     with monkeypatch.context() as patch:
-        patch.setattr(link_threshold, "tune_link_threshold", lambda *a, **k: tuned_calls.append(a) or real_tune(*a, **k))
-        for out, reason in ((notes, "is a file"), (dev, "is also the input"), (s2e, "is also the input"), (mine, "not an empty directory")):
+        patch.setattr(
+            link_threshold, "tune_link_threshold", lambda *a, **k: tuned_calls.append(a) or real_tune(*a, **k)
+        )
+        for out, reason in (
+            (notes, "is a file"),
+            (dev, "is also the input"),
+            (s2e, "is also the input"),
+            (mine, "not an empty directory"),
+        ):
             result = runner.invoke(app, ["tune-link-threshold", str(s2e), str(dev), "-o", str(out)])
             assert_user_error(result, str(out), reason)
         assert tuned_calls == []
@@ -276,7 +288,9 @@ def test_unknown_language_is_one_line(tmp_path):
 def test_gpu_that_is_not_there_is_one_line(models, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    result = runner.invoke(app, ["predict", str(models / "s2e"), str(models / "dev.spacy"), str(tmp_path / "o.spacy"), "--gpu-id", "0"])
+    result = runner.invoke(
+        app, ["predict", str(models / "s2e"), str(models / "dev.spacy"), str(tmp_path / "o.spacy"), "--gpu-id", "0"]
+    )
     assert_user_error(result, "--gpu-id 0")
     people = tmp_path / "people.tsv"
     people.write_text(PEOPLE, encoding="utf8")
@@ -330,7 +344,9 @@ def test_predict_names_a_bad_docbin(models, tmp_path):
     bad.write_bytes(b"this is not a DocBin")
     result = runner.invoke(app, ["predict", str(models / "s2e"), str(bad), str(tmp_path / "o.spacy")])
     assert_user_error(result, str(bad))
-    result = runner.invoke(app, ["predict", str(models / "s2e"), str(tmp_path / "missing.spacy"), str(tmp_path / "o.spacy")])
+    result = runner.invoke(
+        app, ["predict", str(models / "s2e"), str(tmp_path / "missing.spacy"), str(tmp_path / "o.spacy")]
+    )
     assert_user_error(result, str(tmp_path / "missing.spacy"))
 
 
@@ -367,11 +383,27 @@ def test_top_level_help_lists_commands_in_workflow_order_as_plain_text():
 
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "100"})
     assert result.exit_code == 0
-    listed = [line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    listed = [
+        line.split()[0]
+        for line in result.output.split("Commands:")[1].splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
     # the workflow, written out: data in, tune, predict at scale, inspect, ship
     assert listed == [
-        "convert", "export", "score", "train", "tune-link-threshold", "tune-gap-threshold",
-        "resolve", "predict", "annotate", "quantize", "visualize", "count-people", "info", "pretrained-build",
+        "convert",
+        "export",
+        "score",
+        "train",
+        "tune-link-threshold",
+        "tune-gap-threshold",
+        "resolve",
+        "predict",
+        "annotate",
+        "quantize",
+        "visualize",
+        "count-people",
+        "info",
+        "pretrained-build",
     ]
     assert "..." not in result.output.split("Commands:")[1]  # every one-line help fits
     # no Rich markup: brackets in help texts print as written
@@ -444,7 +476,7 @@ def test_resolve_json_is_one_object_with_character_offsets(loads):
     for cluster in record["clusters"]:
         for mention in cluster:
             assert set(mention) == {"start", "end", "text"}
-            assert ALICE[mention["start"]:mention["end"]] == mention["text"]
+            assert ALICE[mention["start"] : mention["end"]] == mention["text"]
 
 
 def test_resolve_model_defaults_to_the_default_shipped_model(loads):
@@ -503,7 +535,9 @@ def test_the_memcoref_console_script_points_at_a_function():
     config.read(root / "setup.cfg", encoding="utf8")
     scripts = dict(
         (name.strip(), target.strip())
-        for name, _, target in (line.partition("=") for line in config["options.entry_points"]["console_scripts"].strip().splitlines())
+        for name, _, target in (
+            line.partition("=") for line in config["options.entry_points"]["console_scripts"].strip().splitlines()
+        )
     )
     module, _, function = scripts["memcoref"].partition(":")
     assert callable(getattr(importlib.import_module(module), function))
@@ -537,7 +571,9 @@ def test_the_tuning_commands_print_what_the_tuning_functions_return(models, tmp_
     assert isinstance(tuned, GapThresholdResult) and tuned.component == "memcoref_petra"
     out = tmp_path / "gap"
     lines = [*tuned.table_lines(), tuned.stored_line(out), json.dumps(tuned.summary(), sort_keys=True)]
-    assert printed(["tune-gap-threshold", petra, str(gap), "-o", str(out), "--no-calibrate", "--batch-size", "3"]) == lines
+    assert (
+        printed(["tune-gap-threshold", petra, str(gap), "-o", str(out), "--no-calibrate", "--batch-size", "3"]) == lines
+    )
     people = tmp_path / "people.tsv"
     people.write_text(PEOPLE, encoding="utf8")
     data = read_people_rows(people, dev_fraction=0.5)

@@ -1,6 +1,7 @@
 """The cluster span-group convention (doc_helpers.clusters) and the readers
 that follow it: the same keys, order and empty-group rule everywhere; one
 prefix a pipeline; the pictures of a Doc without clusters."""
+
 import pytest
 import spacy
 from spacy.training import Example
@@ -34,8 +35,17 @@ def _doc():
     doc.spans["coref_clusters_1"] = [doc[0:1]]
     doc.spans["coref_clusters_3"] = []  # empty
     doc.spans["coref_clusters_01"] = [doc[5:6]]  # N = 1, sorts before "_1"
-    for odd in ("coref_clusters_x", "coref_clusters_1a", "coref_clusters_ 4", "coref_clusters_-4",
-                "coref_clusters_4\n", "coref_clusters_\u0664", "coref_clusters_\u00b2", "coref_clusters", "other_1"):
+    for odd in (
+        "coref_clusters_x",
+        "coref_clusters_1a",
+        "coref_clusters_ 4",
+        "coref_clusters_-4",
+        "coref_clusters_4\n",
+        "coref_clusters_\u0664",
+        "coref_clusters_\u00b2",
+        "coref_clusters",
+        "other_1",
+    ):
         doc.spans[odd] = [doc[6:7]]
     return doc
 
@@ -44,8 +54,15 @@ def test_key_format_and_parse():
     assert CLUSTER_PREFIX == "coref_clusters"
     assert cluster_key(3) == "coref_clusters_3" and cluster_key(1, "pred") == "pred_1"
     assert cluster_number("coref_clusters_12") == 12 and cluster_number("coref_clusters_01") == 1
-    for key in ("coref_clusters_", "coref_clusters_x", "coref_clusters_1\n", "coref_clusters_\u0664",
-                "coref_clusters_\u00b2", "coref_clusters_+1", "pred_1"):
+    for key in (
+        "coref_clusters_",
+        "coref_clusters_x",
+        "coref_clusters_1\n",
+        "coref_clusters_\u0664",
+        "coref_clusters_\u00b2",
+        "coref_clusters_+1",
+        "pred_1",
+    ):
         assert cluster_number(key) is None, key
     assert cluster_number("pred_1", "pred") == 1
     assert cluster_number("a.b_1", "a.b") == 1 and cluster_number("axb_1", "a.b") is None
@@ -59,7 +76,9 @@ def test_readers_agree_on_keys_order_and_empty_groups():
     assert token_clusters(doc) == tokens
     assert char_clusters(doc) == [[(doc[s].idx, doc[e].idx + len(doc[e])) for s, e in c] for c in tokens]
     assert [m for _, m in _clusters_from_doc(doc, CLUSTER_PREFIX)] == tokens
-    assert [[(m["start"], m["end"]) for m in c["mentions"]] for c in doc_record("x", doc)["clusters"]] == char_clusters(doc)
+    assert [[(m["start"], m["end"]) for m in c["mentions"]] for c in doc_record("x", doc)["clusters"]] == char_clusters(
+        doc
+    )
     example = Example(doc, doc)
     assert aligned_gold_clusters(example, CLUSTER_PREFIX) == (tokens, 0)
     (spans, pairs), missed = cluster_sparse_target(example, CLUSTER_PREFIX)
@@ -81,7 +100,11 @@ def test_clear_and_write():
 def _gap_doc():
     nlp = spacy.blank("en")
     doc = nlp.make_doc("Anna met Maria and she smiled .")
-    doc.spans["gap"] = [doc.char_span(0, 4, label="A"), doc.char_span(9, 14, label="B"), doc.char_span(19, 22, label="PRONOUN")]
+    doc.spans["gap"] = [
+        doc.char_span(0, 4, label="A"),
+        doc.char_span(9, 14, label="B"),
+        doc.char_span(19, 22, label="PRONOUN"),
+    ]
     doc.user_data["gap"] = {"id": "g1", "A-coref": False, "B-coref": True, "url": ""}
     return doc
 
@@ -93,8 +116,11 @@ def test_one_gap_rule_for_export_and_scorer():
     assert gap_decisions_from_doc(doc) == (False, True) == gap_system_rows([doc])[0][1:]
     # the scorer's case: a predicted Doc tokenized differently from the reference
     nlp = spacy.blank("en")
-    predicted = spacy.tokens.Doc(nlp.vocab, words=["Anna", "met", "Mar", "ia", "and", "she", "smiled", "."],
-                                 spaces=[True, True, False, True, True, True, True, False])
+    predicted = spacy.tokens.Doc(
+        nlp.vocab,
+        words=["Anna", "met", "Mar", "ia", "and", "she", "smiled", "."],
+        spaces=[True, True, False, True, True, True, True, False],
+    )
     assert predicted.text == doc.text
     predicted.spans["coref_clusters_1"] = [predicted[3:4], predicted[5:6]]  # "ia" overlaps B
     assert gap_decisions(predicted, doc) == (False, True)

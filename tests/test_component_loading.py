@@ -7,6 +7,7 @@ Small CNN-tok2vec s2e pipelines (initialized, not trained: `saved` here,
 conftest's `models`) stand in for real ones; one fixture builds the embedded
 MiniLM encoder to check its weights loader.
 """
+
 import hashlib
 import io
 import os

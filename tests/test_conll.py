@@ -1,4 +1,5 @@
 """CoNLL-2012 reader, DocBin converter and writer (spacy_memcoref.corpora.conll)."""
+
 import re
 import subprocess
 import time
@@ -76,7 +77,10 @@ DOC1_P1 = [
     "#end document",
 ]
 EXPECTED_CLUSTERS = {
-    ("test/doc1", "000"): (13, [[(0, 1), (8, 8)], [(0, 0)], [(4, 7), (10, 10)], [(4, 5), (4, 6)], [(11, 12), (12, 12)]]),
+    ("test/doc1", "000"): (
+        13,
+        [[(0, 1), (8, 8)], [(0, 0)], [(4, 7), (10, 10)], [(4, 5), (4, 6)], [(11, 12), (12, 12)]],
+    ),
     ("test/doc1", "001"): (3, [[(0, 0), (2, 2)]]),
 }
 
@@ -265,7 +269,9 @@ _GOOD = "d\t0\t0\tw\t-"
 BAD_CASES = {
     # name: (file text, expected line or None, reason regex)
     "inconsistent_columns": (
-        "#begin document (d); part 0\nd\t0\t0\tw\t-\nd\t0\t1\tw\t-\t(1)\n#end document\n", 3, "6 columns.*line 2.*5"
+        "#begin document (d); part 0\nd\t0\t0\tw\t-\nd\t0\t1\tw\t-\t(1)\n#end document\n",
+        3,
+        "6 columns.*line 2.*5",
     ),
     "too_few_columns": ("#begin document (d); part 0\nd\t0\tw\t(1)\n#end document\n", 2, "4 columns"),
     "never_closed": (
@@ -274,13 +280,25 @@ BAD_CASES = {
         "cluster 3 .*never closed",
     ),
     "close_without_open": (
-        f"#begin document (d); part 0\n{_GOOD}\n\nd\t0\t0\tw\t4)\n#end document\n", 4, r"'4\)' with no open"
+        f"#begin document (d); part 0\n{_GOOD}\n\nd\t0\t0\tw\t4)\n#end document\n",
+        4,
+        r"'4\)' with no open",
     ),
-    "not_integer": (f"#begin document (d); part 0\n{_GOOD}\nd\t0\t1\tw\t(a)\n#end document\n", 3, "bad coreference cell"),
+    "not_integer": (
+        f"#begin document (d); part 0\n{_GOOD}\nd\t0\t1\tw\t(a)\n#end document\n",
+        3,
+        "bad coreference cell",
+    ),
     "no_end": (f"\n#begin document (d); part 0\n{_GOOD}\n", 2, "never ends"),
-    "end_without_begin": (f"#begin document (d); part 0\n{_GOOD}\n#end document\n\n#end document\n", 5, "without a '#begin"),
+    "end_without_begin": (
+        f"#begin document (d); part 0\n{_GOOD}\n#end document\n\n#end document\n",
+        5,
+        "without a '#begin",
+    ),
     "begin_inside_document": (
-        f"#begin document (d); part 0\n{_GOOD}\n#begin document (e); part 0\n#end document\n", 3, "inside document"
+        f"#begin document (d); part 0\n{_GOOD}\n#begin document (e); part 0\n#end document\n",
+        3,
+        "inside document",
     ),
     "token_outside_document": (f"{_GOOD}\n", 1, "outside a document"),
     "empty_file": ("", None, "empty"),
@@ -387,7 +405,9 @@ _SCORE_RE = re.compile(
 def _perl_score(scorer: Path, metric: str, key: Path, response: Path) -> tuple:
     proc = subprocess.run(
         ["perl", str(scorer), metric, str(key), str(response), "none"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     matches = _SCORE_RE.findall(proc.stdout)
@@ -433,9 +453,7 @@ def test_shared_corpus_round_trip_scores_100(corpus, shared_data, conll_scorer, 
         if metric in expected_dens:
             assert r_den == expected_dens[metric], (metric, r_den, expected_dens[metric])
     t3 = time.perf_counter()
-    print(
-        f"\n{corpus}: {stats}; convert {t1 - t0:.1f}s, export {t2 - t1:.1f}s, perl scorer {t3 - t2:.1f}s; {results}"
-    )
+    print(f"\n{corpus}: {stats}; convert {t1 - t0:.1f}s, export {t2 - t1:.1f}s, perl scorer {t3 - t2:.1f}s; {results}")
 
 
 # --------------------------------------------------------------------------- #
@@ -464,7 +482,9 @@ def _one_line(result) -> str:
 def test_masked_documents_are_skipped_and_counted(tmp_path):
     # GUM masks every character: "Why" -> "___", lengths kept
     masked = ["_" * len(w) for w in TEXT]
-    path = _write(tmp_path, "in/mixed.conll", _conll_2012("GUM_reddit_x", masked, COREF) + _conll_2012("GUM_news_y", TEXT, COREF))
+    path = _write(
+        tmp_path, "in/mixed.conll", _conll_2012("GUM_reddit_x", masked, COREF) + _conll_2012("GUM_news_y", TEXT, COREF)
+    )
     stats = conll_to_docbin(path, tmp_path / "out.spacy")
     assert stats.docs == 1 and stats.masked == ["GUM_reddit_x"]
     assert "1 docs" in str(stats) and "1 masked documents skipped (GUM_reddit_x)" in str(stats)
@@ -495,7 +515,9 @@ def test_real_masked_documents_are_never_written(shared_data, tmp_path):
     for name in names:
         lines = [line.split("\t") for line in (masked / f"{name}.conll").read_text(encoding="utf8").splitlines()]
         words, corefs = zip(*[(f[1], f[2]) for f in lines if len(f) == 3])
-        _write(tmp_path, f"in/{name}.v4_gold_conll", _conll_2012(name, list(words), [c.replace("_", "-") for c in corefs]))
+        _write(
+            tmp_path, f"in/{name}.v4_gold_conll", _conll_2012(name, list(words), [c.replace("_", "-") for c in corefs])
+        )
     out = tmp_path / "out.spacy"
     result = CliRunner().invoke(app, ["convert", "conll", str(tmp_path / "in"), str(out)])
     assert result.exit_code == 1 and "all 4 documents are masked" in _one_line(result)

@@ -1,6 +1,7 @@
 """Decoding rules (spacy_memcoref/decoders/constraints.py): each rule has a
 case that the decoders get wrong without it, and the shipped models keep
 them on text in the form users paste (line breaks, emoji)."""
+
 import numpy
 import pytest
 import spacy
@@ -147,11 +148,20 @@ def test_a_coordination_of_two_is_never_he_or_she():
     # "he" prefers the couple, then "her husband"
     prediction = _prediction(doc, spans, {3: [(1, 3.0)], 4: [(1, 4.0), (2, 3.0)]})
     decoder = S2EDecoder(0.0)
-    assert ["My sister and her husband", "They", "he"] in _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COORDINATION}))
-    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["My sister and her husband", "They"], ["her husband", "he"]]
+    assert ["My sister and her husband", "They", "he"] in _texts(
+        doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COORDINATION})
+    )
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [
+        ["My sister and her husband", "They"],
+        ["her husband", "he"],
+    ]
     rules = DocRules(doc)
     assert rules.is_coordination(group) and not rules.is_coordination(sister)
-    for text, words in (("a writer , director and producer", 6), ("a friend of Tom and Anna", 6), ("the third child and second son", 6)):
+    for text, words in (
+        ("a writer , director and producer", 6),
+        ("a friend of Tom and Anna", 6),
+        ("the third child and second son", 6),
+    ):
         assert not DocRules(NLP(text)).is_coordination((0, words - 1)), text
     assert DocRules(NLP("Tom and Anna")).is_coordination((0, 2))
 
@@ -161,7 +171,9 @@ def test_one_cluster_never_holds_two_mentions_apart_by_a_symbol_only():
     spans = [(0, 0), (0, 1), (4, 4)]  # Bob, 'Bob 😀' (whole graphemes, a word), He
     prediction = _prediction(doc, spans, {1: [(0, 3.0)], 2: [(1, 2.0)]})
     decoder = S2EDecoder(0.0)
-    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SYMBOL_TWINS})) == [["Bob", "Bob 😀", "He"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SYMBOL_TWINS})) == [
+        ["Bob", "Bob 😀", "He"]
+    ]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Bob 😀", "He"]]
 
 
@@ -206,8 +218,18 @@ def test_shipped_models_keep_the_rules_on_pasted_text():
     for name in ("s2e-ontogum", "petra-gap"):
         nlp = spacy_memcoref.load(name)
         for doc in nlp.pipe(texts):
-            clusters = [[(m.start, m.end - 1) for m in group] for key, group in doc.spans.items() if key.startswith("coref_clusters")]
-            assert violations(doc, clusters) == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}, (name, doc.text)
+            clusters = [
+                [(m.start, m.end - 1) for m in group]
+                for key, group in doc.spans.items()
+                if key.startswith("coref_clusters")
+            ]
+            assert violations(doc, clusters) == {
+                "non_word": 0,
+                "clause": 0,
+                "pronoun_conflict": 0,
+                "symbol_twins": 0,
+                "sentence_people": 0,
+            }, (name, doc.text)
             # resolved text and entity records read the same clusters
             assert all(edit.text.strip() for edit in spacy_memcoref.resolve(doc).edits)
             for record in spacy_memcoref.entities(doc):
@@ -267,7 +289,9 @@ def test_two_people_of_one_sentence_are_two_entities_unless_in_apposition_or_a_p
     # "the assistant" prefers "The chief"; "she" prefers "the assistant"
     prediction = _prediction(doc, spans, {1: [(0, 2.0)], 2: [(1, 3.0), (0, 2.5)]})
     decoder = S2EDecoder(0.0)
-    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SENTENCE_PEOPLE})) == [["The chief", "the assistant", "she"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SENTENCE_PEOPLE})) == [
+        ["The chief", "the assistant", "she"]
+    ]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["the assistant", "she"]]
     rules = DocRules(doc)
     for text, a, b in (

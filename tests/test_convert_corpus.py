@@ -1,5 +1,6 @@
 """scripts/convert_corpus.py: its report says, per split, how many documents
 were converted and how many were skipped as masked (GUM's Reddit documents)."""
+
 import json
 import subprocess
 import sys
@@ -21,11 +22,19 @@ def _manifest(path: Path) -> Path:
 
 def test_the_report_counts_converted_and_masked_documents_per_split(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "convert_corpus.py"), str(_manifest(tmp_path / "m.json")), str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "convert_corpus.py"),
+            str(_manifest(tmp_path / "m.json")),
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    summary = proc.stdout[proc.stdout.index("documents per split:"):].splitlines()[1:]
+    summary = proc.stdout[proc.stdout.index("documents per split:") :].splitlines()[1:]
     assert [line.strip() for line in summary] == [
         "train: 6 documents converted, 1 skipped as masked (GUM_reddit_demo)",
         "dev: 2 documents converted, 0 skipped as masked",
@@ -36,9 +45,18 @@ def test_the_report_counts_converted_and_masked_documents_per_split(tmp_path):
 
 def test_a_missing_gum_folder_is_said_not_hidden(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "convert_corpus.py"), str(_manifest(tmp_path / "m.json")), str(tmp_path / "out"),
-         "--gum-entities", str(tmp_path / "no_gum")],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "convert_corpus.py"),
+            str(_manifest(tmp_path / "m.json")),
+            str(tmp_path / "out"),
+            "--gum-entities",
+            str(tmp_path / "no_gum"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert f"GUM's entity layer: not added ({tmp_path / 'no_gum'} does not exist)" in proc.stdout

@@ -1,5 +1,6 @@
 """Coreference metrics: hand-worked examples, the CoNLL-2012 reference scorer
 (`scorer.pl`) on seeded random perturbations, the spaCy scorer and the CLI."""
+
 import json
 import random
 import re
@@ -15,9 +16,7 @@ from spacy_memcoref.scoring.coref_metrics import CorefEvaluator, document_counts
 Mention = Tuple[int, int]
 Clusters = List[List[Mention]]
 
-ALL_KEYS = {
-    f"coref_{metric}_{x}" for metric in ("muc", "b3", "ceafe", "lea") for x in "prf"
-} | {"coref_conll_f"}
+ALL_KEYS = {f"coref_{metric}_{x}" for metric in ("muc", "b3", "ceafe", "lea") for x in "prf"} | {"coref_conll_f"}
 # our name -> scorer.pl metric name
 PERL_METRICS = {"muc": "muc", "b3": "bcub", "ceafe": "ceafe"}
 
@@ -38,49 +37,143 @@ def _clusters(spec: str) -> List[List[str]]:
 # 2016); capital letters are distinct mentions except in A7-A9, where "b" is
 # repeated (a duplicate the scorer removes).
 HAND_CASES = [
-    ("A1", "{a} {bc} {def}", "{a} {bc} {def}",
-     {"muc": (1, 1), "b3": (1, 1), "ceafe": (1, 1), "lea": (1, 1)}),
-    ("A2", "{a} {bc} {def}", "{a} {de}",
-     {"muc": (1 / 3, 1), "b3": (7 / 18, 1), "ceafe": (0.6, 0.9), "lea": ((1 + 3 * (1 / 3)) / 6, 1)}),
-    ("A3", "{a} {bc} {def}", "{a} {bcx} {defy} {z}",
-     {"muc": (1, 3 / 5), "b3": (1, (4 + 7 / 12) / 9), "ceafe": ((1 + 4 / 5 + 6 / 7) / 3, (1 + 4 / 5 + 6 / 7) / 4),
-      "lea": (1, (1 + 3 * (1 / 3) + 4 * (3 / 6)) / 9)}),
-    ("A4", "{a} {bc} {def}", "{a} {bcx} {dy} {z}",
-     {"muc": (1 / 3, 1 / 3), "b3": ((3 + 1 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7), "ceafe": (2.2 / 3, 2.2 / 4),
-      "lea": ((1 + 2 + 0) / 6, (1 + 3 * (1 / 3)) / 7)}),
-    ("A5", "{a} {bc} {def}", "{a} {bcxB} {dy} {z}",
-     {"muc": (1 / 3, 1 / 4), "b3": ((3 + 1 / 3) / 6, 2.5 / 8), "ceafe": ((1 + 4 / 6 + 2 / 5) / 3, (1 + 4 / 6 + 2 / 5) / 4),
-      "lea": (3 / 6, (1 + 4 * (1 / 6)) / 8)}),
-    ("A6", "{a} {bc} {def}", "{a} {bcx} {dy} {Bz}",
-     {"muc": (1 / 3, 1 / 4), "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 8), "ceafe": (2.2 / 3, 2.2 / 4),
-      "lea": (3 / 6, (1 + 3 / 3) / 8)}),
-    ("A7", "{a} {bc} {def}", "{a} {bcxb} {dy} {z}",
-     {"muc": (1 / 3, 1 / 3), "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7), "ceafe": (2.2 / 3, 2.2 / 4),
-      "lea": (3 / 6, (1 + 3 / 3) / 7)}),
-    ("A8", "{a} {bc} {def}", "{a} {bcx} {dy} {bz}",
-     {"muc": (1 / 3, 1 / 3), "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7), "ceafe": (2.2 / 3, 2.2 / 4),
-      "lea": (3 / 6, (1 + 3 * (1 / 3)) / 7)}),
-    ("A9", "{a} {bc} {def}", "{a} {bcx} {dy} {bbbbbbbbbbz}",
-     {"muc": (1 / 3, 1 / 3), "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7), "ceafe": (2.2 / 3, 2.2 / 4),
-      "lea": (3 / 6, (1 + 3 / 3) / 7)}),
-    ("A10", "{a} {bc} {def}", "{a} {b} {c} {d} {e} {f}",
-     {"muc": (0, 0), "b3": (3 / 6, 1), "ceafe": ((1 + 2 / 3 + 2 / 4) / 3, (1 + 2 / 3 + 2 / 4) / 6),
-      "lea": (1 / 6, 1 / 6)}),
-    ("A11", "{a} {bc} {def}", "{abcdef}",
-     {"muc": (1, 3 / 5), "b3": (1, (1 / 6 + 2 * 2 / 6 + 3 * 3 / 6) / 6), "ceafe": ((6 / 9) / 3, 6 / 9),
-      "lea": ((0 + 2 + 3) / 6, 4 / 15)}),
-    ("A12", "{a} {bc} {def}", "{a} {x} {y} {c} {d} {e} {z}",
-     {"muc": (0, 0), "b3": ((1 + 1 / 2 + 2 / 3) / 6, 4 / 7), "lea": (1 / 6, 1 / 7)}),
-    ("A13", "{a} {bc} {def}", "{axycdez}",
-     {"muc": (1 / 3, 1 / 6), "b3": ((1 + 1 / 2 + 2 * 2 / 3) / 6, (1 / 7 + 1 / 7 + 2 * 2 / 7) / 7),
-      "lea": (1 / 6, 1 / 21)}),
+    ("A1", "{a} {bc} {def}", "{a} {bc} {def}", {"muc": (1, 1), "b3": (1, 1), "ceafe": (1, 1), "lea": (1, 1)}),
+    (
+        "A2",
+        "{a} {bc} {def}",
+        "{a} {de}",
+        {"muc": (1 / 3, 1), "b3": (7 / 18, 1), "ceafe": (0.6, 0.9), "lea": ((1 + 3 * (1 / 3)) / 6, 1)},
+    ),
+    (
+        "A3",
+        "{a} {bc} {def}",
+        "{a} {bcx} {defy} {z}",
+        {
+            "muc": (1, 3 / 5),
+            "b3": (1, (4 + 7 / 12) / 9),
+            "ceafe": ((1 + 4 / 5 + 6 / 7) / 3, (1 + 4 / 5 + 6 / 7) / 4),
+            "lea": (1, (1 + 3 * (1 / 3) + 4 * (3 / 6)) / 9),
+        },
+    ),
+    (
+        "A4",
+        "{a} {bc} {def}",
+        "{a} {bcx} {dy} {z}",
+        {
+            "muc": (1 / 3, 1 / 3),
+            "b3": ((3 + 1 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7),
+            "ceafe": (2.2 / 3, 2.2 / 4),
+            "lea": ((1 + 2 + 0) / 6, (1 + 3 * (1 / 3)) / 7),
+        },
+    ),
+    (
+        "A5",
+        "{a} {bc} {def}",
+        "{a} {bcxB} {dy} {z}",
+        {
+            "muc": (1 / 3, 1 / 4),
+            "b3": ((3 + 1 / 3) / 6, 2.5 / 8),
+            "ceafe": ((1 + 4 / 6 + 2 / 5) / 3, (1 + 4 / 6 + 2 / 5) / 4),
+            "lea": (3 / 6, (1 + 4 * (1 / 6)) / 8),
+        },
+    ),
+    (
+        "A6",
+        "{a} {bc} {def}",
+        "{a} {bcx} {dy} {Bz}",
+        {
+            "muc": (1 / 3, 1 / 4),
+            "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 8),
+            "ceafe": (2.2 / 3, 2.2 / 4),
+            "lea": (3 / 6, (1 + 3 / 3) / 8),
+        },
+    ),
+    (
+        "A7",
+        "{a} {bc} {def}",
+        "{a} {bcxb} {dy} {z}",
+        {
+            "muc": (1 / 3, 1 / 3),
+            "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7),
+            "ceafe": (2.2 / 3, 2.2 / 4),
+            "lea": (3 / 6, (1 + 3 / 3) / 7),
+        },
+    ),
+    (
+        "A8",
+        "{a} {bc} {def}",
+        "{a} {bcx} {dy} {bz}",
+        {
+            "muc": (1 / 3, 1 / 3),
+            "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7),
+            "ceafe": (2.2 / 3, 2.2 / 4),
+            "lea": (3 / 6, (1 + 3 * (1 / 3)) / 7),
+        },
+    ),
+    (
+        "A9",
+        "{a} {bc} {def}",
+        "{a} {bcx} {dy} {bbbbbbbbbbz}",
+        {
+            "muc": (1 / 3, 1 / 3),
+            "b3": ((10 / 3) / 6, (1 + 4 / 3 + 1 / 2) / 7),
+            "ceafe": (2.2 / 3, 2.2 / 4),
+            "lea": (3 / 6, (1 + 3 / 3) / 7),
+        },
+    ),
+    (
+        "A10",
+        "{a} {bc} {def}",
+        "{a} {b} {c} {d} {e} {f}",
+        {
+            "muc": (0, 0),
+            "b3": (3 / 6, 1),
+            "ceafe": ((1 + 2 / 3 + 2 / 4) / 3, (1 + 2 / 3 + 2 / 4) / 6),
+            "lea": (1 / 6, 1 / 6),
+        },
+    ),
+    (
+        "A11",
+        "{a} {bc} {def}",
+        "{abcdef}",
+        {
+            "muc": (1, 3 / 5),
+            "b3": (1, (1 / 6 + 2 * 2 / 6 + 3 * 3 / 6) / 6),
+            "ceafe": ((6 / 9) / 3, 6 / 9),
+            "lea": ((0 + 2 + 3) / 6, 4 / 15),
+        },
+    ),
+    (
+        "A12",
+        "{a} {bc} {def}",
+        "{a} {x} {y} {c} {d} {e} {z}",
+        {"muc": (0, 0), "b3": ((1 + 1 / 2 + 2 / 3) / 6, 4 / 7), "lea": (1 / 6, 1 / 7)},
+    ),
+    (
+        "A13",
+        "{a} {bc} {def}",
+        "{axycdez}",
+        {
+            "muc": (1 / 3, 1 / 6),
+            "b3": ((1 + 1 / 2 + 2 * 2 / 3) / 6, (1 / 7 + 1 / 7 + 2 * 2 / 7) / 7),
+            "lea": (1 / 6, 1 / 21),
+        },
+    ),
     ("B1", "{ab} {cde}", "{bcx} {de}", {"lea": ((2 * 0 + 3 / 3) / 5, (3 * 0 + 2) / 5)}),
     ("C1", "{ab} {cde} {fg}", "{bcx} {de} {fg}", {"lea": ((2 * 0 + 3 / 3 + 2) / 7, (3 * 0 + 2 + 2) / 7)}),
     # B-cubed paper (Bagga & Baldwin 1998)
-    ("D1", "{12345} {67} {89ABC}", "{12345} {6789ABC}",
-     {"muc": (1, 9 / 10), "b3": (1, 16 / 21), "lea": (1, (5 + 7 * (11 / 21)) / 12)}),
-    ("E1", "{12345} {67} {89ABC}", "{1234589ABC} {67}",
-     {"muc": (1, 9 / 10), "b3": (1, 7 / 12), "lea": (1, (10 * (20 / 45) + 2) / 12)}),
+    (
+        "D1",
+        "{12345} {67} {89ABC}",
+        "{12345} {6789ABC}",
+        {"muc": (1, 9 / 10), "b3": (1, 16 / 21), "lea": (1, (5 + 7 * (11 / 21)) / 12)},
+    ),
+    (
+        "E1",
+        "{12345} {67} {89ABC}",
+        "{1234589ABC} {67}",
+        {"muc": (1, 9 / 10), "b3": (1, 7 / 12), "lea": (1, (10 * (20 / 45) + 2) / 12)},
+    ),
     # MUC paper (Vilain et al. 1995)
     ("F1", "{ABCD}", "{AB} {CD}", {"muc": (2 / 3, 1), "lea": (4 * (2 / 6) / 4, 1)}),
     ("G1", "{AB} {CD}", "{ABCD}", {"muc": (1, 2 / 3), "lea": (1, (4 * 2 / 6) / 4)}),
@@ -90,17 +183,29 @@ HAND_CASES = [
     # LEA paper (Moosavi & Strube 2016), coval's TC-L: R = (3*1/3 + 4*1/6)/7, P = (2*1 + 2*0 + 3*1/3)/7
     ("L1", "{ABC} {DEFG}", "{AB} {CD} {FGH}", {"muc": (2 / 5, 2 / 4), "lea": ((3 * 1 / 3 + 4 * 1 / 6) / 7, 3 / 7)}),
     # Pradhan et al. 2014, "Scoring coreference partitions of predicted mentions"
-    ("pradhan2014", "{abc} {defg}", "{ab} {cd} {fghi}",
-     {"muc": (2 / 5, 2 / 5), "b3": ((4 / 3 + 1 / 3 + 1 / 4 + 4 / 4) / 7, (4 / 2 + 1 / 2 + 1 / 2 + 4 / 4) / 8),
-      "ceafe": ((4 / 5 + 4 / 8) / 2, (4 / 5 + 4 / 8) / 3), "lea": ((3 * 1 / 3 + 4 * 1 / 6) / 7, (2 + 0 + 4 * 1 / 6) / 8)}),
+    (
+        "pradhan2014",
+        "{abc} {defg}",
+        "{ab} {cd} {fghi}",
+        {
+            "muc": (2 / 5, 2 / 5),
+            "b3": ((4 / 3 + 1 / 3 + 1 / 4 + 4 / 4) / 7, (4 / 2 + 1 / 2 + 1 / 2 + 4 / 4) / 8),
+            "ceafe": ((4 / 5 + 4 / 8) / 2, (4 / 5 + 4 / 8) / 3),
+            "lea": ((3 * 1 / 3 + 4 * 1 / 6) / 7, (2 + 0 + 4 * 1 / 6) / 8),
+        },
+    ),
     ("M1", "{abcdef}", "{abcdef}", {"muc": (1, 1), "b3": (1, 1), "ceafe": (1, 1), "lea": (1, 1)}),
     ("M2", "{abcdef}", "{a} {b} {c} {d} {e} {f}", {"muc": (0, 0), "lea": (0, 0)}),
     ("M3", "{abcdef}", "{ab} {cde} {f}", {"lea": (6 * (4 / 15) / 6, (2 + 3 + 0) / 6)}),
     ("M4", "{abcdef}", "{abcxyz}", {"lea": (6 * (3 / 15) / 6, 6 * (3 / 15) / 6)}),
     ("M5", "{abcdef}", "{a} {b} {c} {x} {y} {z}", {"muc": (0, 0), "lea": (0, 0)}),
     ("M6", "{abcdef}", "{ab} {cxy} {z}", {"lea": (6 * (1 / 15) / 6, (2 + 3 * 0 + 1 * 0) / 6)}),
-    ("N1", "{a} {b} {c} {d} {e} {f}", "{a} {b} {c} {d} {e} {f}",
-     {"muc": (0, 0), "b3": (1, 1), "ceafe": (1, 1), "lea": (1, 1)}),
+    (
+        "N1",
+        "{a} {b} {c} {d} {e} {f}",
+        "{a} {b} {c} {d} {e} {f}",
+        {"muc": (0, 0), "b3": (1, 1), "ceafe": (1, 1), "lea": (1, 1)},
+    ),
     ("N2", "{a} {b} {c} {d} {e} {f}", "{abcdef}", {"muc": (0, 0), "lea": (0, 0)}),
     ("N3", "{a} {b} {c} {d} {e} {f}", "{ab} {cde} {f}", {"lea": (1 / 6, 1 / 6)}),
     ("N4", "{a} {b} {c} {d} {e} {f}", "{a} {b} {c} {x} {y} {z}", {"muc": (0, 0), "lea": (3 / 6, 3 / 6)}),
@@ -206,7 +311,9 @@ def write_conll_file(path: Path, docs: Dict[str, Tuple[int, Clusters]]) -> Dict[
             for cid in singles[i] + opens[i]:
                 if cid not in first_seen:
                     first_seen.append(cid)
-            items = [f"({c + 1})" for c in singles[i]] + [f"({c + 1}" for c in opens[i]] + [f"{c + 1})" for c in closes[i]]
+            items = (
+                [f"({c + 1})" for c in singles[i]] + [f"({c + 1}" for c in opens[i]] + [f"{c + 1})" for c in closes[i]]
+            )
             cell = "|".join(items) or "-"
             lines.append("\t".join([name, "0", str(i), f"w{i}", "NN", "*", "-", "-", "-", "-", "*", cell]))
         lines.append("")
@@ -229,7 +336,11 @@ def run_perl(scorer: Path, metric: str, key: Path, response: Path, names: Sequen
     """
     out = subprocess.run(
         ["perl", str(scorer), metric, str(key), str(response)],
-        capture_output=True, text=True, check=True, cwd=str(scorer.parent), timeout=120,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(scorer.parent),
+        timeout=120,
     ).stdout
     wanted = {_doc_name(n): n for n in names}
     per_doc = {}
@@ -304,7 +415,10 @@ def perturb(rng: random.Random, key: Clusters, n_tokens: int, how: str) -> Clust
             resp = [[m for m in c if rng.random() > 0.25] for c in resp]
         elif kind == "shift":
             resp = [
-                [(s + rng.choice([-1, 0, 1]), e + rng.choice([-1, 0, 1])) if rng.random() < 0.3 else (s, e) for s, e in c]
+                [
+                    (s + rng.choice([-1, 0, 1]), e + rng.choice([-1, 0, 1])) if rng.random() < 0.3 else (s, e)
+                    for s, e in c
+                ]
                 for c in resp
             ]
         elif kind == "spurious":
@@ -360,17 +474,26 @@ def edge_documents() -> Dict[str, Tuple[int, Clusters, Clusters]]:
         "edge_twinless_only": (10, [[(0, 0), (2, 3)]], [[(1, 1), (4, 5)], [(6, 6)]]),
         # a key mention twice in one response cluster, and in two response clusters
         "edge_repeat_same_cluster": (10, [[(0, 0), (2, 3), (5, 5)]], [[(0, 0), (2, 3), (0, 0)], [(5, 5), (7, 8)]]),
-        "edge_repeat_two_clusters": (12, [[(0, 0), (2, 3)], [(5, 5), (7, 8)]],
-                                     [[(5, 5), (9, 9)], [(0, 0), (2, 3), (5, 5)], [(7, 8), (5, 5)]]),
+        "edge_repeat_two_clusters": (
+            12,
+            [[(0, 0), (2, 3)], [(5, 5), (7, 8)]],
+            [[(5, 5), (9, 9)], [(0, 0), (2, 3), (5, 5)], [(7, 8), (5, 5)]],
+        ),
         "edge_repeat_becomes_empty": (10, [[(0, 0), (2, 3)]], [[(0, 0), (2, 3)], [(2, 3)], [(0, 0)]]),
         # a twinless mention repeated (kept by the scorer)
         "edge_twinless_repeat": (10, [[(0, 0), (2, 3)]], [[(0, 0), (6, 6), (6, 6)], [(6, 6), (2, 3)]]),
         # a key mention in two key clusters, and twice in one key cluster
-        "edge_key_shared": (12, [[(0, 0), (2, 3), (5, 5)], [(5, 5), (7, 8)], [(9, 9), (9, 9), (10, 10)]],
-                            [[(0, 0), (5, 5)], [(2, 3), (7, 8)], [(9, 9), (10, 10)]]),
+        "edge_key_shared": (
+            12,
+            [[(0, 0), (2, 3), (5, 5)], [(5, 5), (7, 8)], [(9, 9), (9, 9), (10, 10)]],
+            [[(0, 0), (5, 5)], [(2, 3), (7, 8)], [(9, 9), (10, 10)]],
+        ),
         # nested mentions of one cluster, same start / same end
-        "edge_nested": (12, [[(0, 5), (0, 2), (3, 5), (4, 4)], [(1, 2), (7, 9)]],
-                        [[(0, 5), (0, 2)], [(3, 5), (4, 4), (1, 2)], [(7, 9)]]),
+        "edge_nested": (
+            12,
+            [[(0, 5), (0, 2), (3, 5), (4, 4)], [(1, 2), (7, 9)]],
+            [[(0, 5), (0, 2)], [(3, 5), (4, 4), (1, 2)], [(7, 9)]],
+        ),
     }
 
 
@@ -385,7 +508,7 @@ def build_perl_suite(tmp_path: Path, shared_data: Path):
     dev = shared_data / "ontogum" / "dev"
     names = ["GUM_academic_librarians", "GUM_bio_byron", "GUM_court_loan"]
     for name in names:
-        (n_tokens, gold), = read_conll_clusters(dev / f"{name}.v4_gold_conll").values()
+        ((n_tokens, gold),) = read_conll_clusters(dev / f"{name}.v4_gold_conll").values()
         for singletons in (False, True):
             key = add_singletons(rng, gold, n_tokens, n_tokens // 20) if singletons else gold
             for how in PERTURBATIONS:

@@ -2,6 +2,7 @@
 distribution (checked against torch's own on the same tensors), repeat
 under torch.manual_seed, leave the saved pipeline alone, and are installed
 by the training callback where torch's masks are slow."""
+
 import math
 
 import pytest
@@ -66,9 +67,13 @@ def test_gradient_is_the_mask_times_the_scale(dtype):
     out.backward(upstream)
     kept = out != 0
     scale = torch.tensor(1.0 / (1.0 - P)).to(dtype)
-    assert torch.equal(out, torch.where(kept, (x.detach().float() * (1.0 / (1.0 - P))).to(dtype), torch.zeros((), dtype=dtype)))
+    assert torch.equal(
+        out, torch.where(kept, (x.detach().float() * (1.0 / (1.0 - P))).to(dtype), torch.zeros((), dtype=dtype))
+    )
     expected = torch.where(kept, (upstream.float() * (1.0 / (1.0 - P))).to(dtype), torch.zeros((), dtype=dtype))
-    assert torch.allclose(x.grad.float(), expected.float(), rtol=0, atol=float(scale) * 2**-7 * float(upstream.abs().max()))
+    assert torch.allclose(
+        x.grad.float(), expected.float(), rtol=0, atol=float(scale) * 2**-7 * float(upstream.abs().max())
+    )
 
 
 def test_inplace_changes_the_input_as_torch_does():
@@ -98,7 +103,12 @@ def test_torchs_own_dropout_where_no_mask_is_drawn(monkeypatch, mode):
 
     monkeypatch.setattr(cpu_dropout, "uniforms", no_mask)
     x = torch.randn(100, device="meta" if mode == "meta" else "cpu")
-    dropout = {"eval": CpuDropout(P).eval(), "p0": CpuDropout(0.0).train(), "p1": CpuDropout(1.0).train(), "meta": CpuDropout(P).train()}[mode]
+    dropout = {
+        "eval": CpuDropout(P).eval(),
+        "p0": CpuDropout(0.0).train(),
+        "p1": CpuDropout(1.0).train(),
+        "meta": CpuDropout(P).train(),
+    }[mode]
     out = dropout(x)
     if mode == "meta":
         assert out.device.type == "meta" and out.shape == x.shape
@@ -178,7 +188,11 @@ def test_the_callback_reaches_the_transformers_dropout_and_says_so_once(monkeypa
     callback = tc.make_before_update(threads=0, release_memory=False, numpy_dropout=True)
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    encoder = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet), "trainable_layers": 2}
+    encoder = {
+        "@architectures": "spacy_memcoref.EmbeddedTransformer.v1",
+        "name": str(tiny_mpnet),
+        "trainable_layers": 2,
+    }
     nlp.add_pipe("memcoref", config=s2e_config(dropout=0.3, tok2vec=encoder))
     examples = make_examples(nlp)
     nlp.initialize(lambda: examples)

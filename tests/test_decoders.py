@@ -1,6 +1,7 @@
 """The decoders (each model's decisions on a prediction) and the tuning rule:
 the same decisions as the code they replace (the formulas it had are
 written out here), and the builders as the one home of the defaults."""
+
 import inspect
 import random
 
@@ -110,7 +111,9 @@ def test_petra_decoder_settings_are_checked_and_unset():
 
 
 def test_people_count():
-    overwrite = numpy.array([[0.9, 0.0], [0.05, 0.0], [0.0, 0.05], [0.0, 0.6], [0.1, 0.0], [0.5, 0.0]], dtype=numpy.float32)
+    overwrite = numpy.array(
+        [[0.9, 0.0], [0.05, 0.0], [0.0, 0.05], [0.0, 0.6], [0.1, 0.0], [0.5, 0.0]], dtype=numpy.float32
+    )
     assert people_count(overwrite, 0.5) == 3
     assert people_count(overwrite, 0.08) == 4  # + 0.1; the two 0.05 stay out
     assert people_count(torch.from_numpy(overwrite), 0.5) == 3
@@ -192,7 +195,9 @@ def test_factory_defaults_are_the_builders_defaults(factory):
     for cfg in (model_cfg, model_cfg["tok2vec"]):
         builder = registry.architectures.get(cfg["@architectures"])
         defaults = {
-            p.name: p.default for p in inspect.signature(builder).parameters.values() if p.default is not inspect.Parameter.empty
+            p.name: p.default
+            for p in inspect.signature(builder).parameters.values()
+            if p.default is not inspect.Parameter.empty
         }
         assert {k: v for k, v in cfg.items() if k in defaults} == defaults
         assert set(cfg) - set(defaults) <= {"@architectures", "tok2vec"}
@@ -224,12 +229,23 @@ def test_save_with_settings_stores_each_setting_where_the_pipeline_keeps_it(tmp_
     config = Config().from_disk(tmp_path / "petra" / "config.cfg", interpolate=False)["components"]
     # every setting chosen after training: in the component's block, none in the model's
     assert config["memcoref"]["link_threshold"] == -1.5 and config["memcoref"]["model"]["link_threshold"] == 0.0
-    assert config["memcoref_petra"]["gap_threshold"] == 0.3 and config["memcoref_petra"]["gap_calibration"] == [0.5, 1.0]
+    assert config["memcoref_petra"]["gap_threshold"] == 0.3 and config["memcoref_petra"]["gap_calibration"] == [
+        0.5,
+        1.0,
+    ]
     assert config["memcoref_petra"]["people_alpha"] == 0.25
     loaded = spacy.load(tmp_path / "petra")
     assert loaded.get_pipe("memcoref").decoder.link_threshold == -1.5
     petra = loaded.get_pipe("memcoref_petra")
     # (srsly's JSON reads the cfg's 0.3 back as 0.30000000000000004, as it did before)
-    assert (petra.cfg["gap_threshold"], petra.cfg["gap_calibration"], petra.cfg["people_alpha"]) == (pytest.approx(0.3), [0.5, 1.0], 0.25)
+    assert (petra.cfg["gap_threshold"], petra.cfg["gap_calibration"], petra.cfg["people_alpha"]) == (
+        pytest.approx(0.3),
+        [0.5, 1.0],
+        0.25,
+    )
     decoder = petra.decoder
-    assert (decoder.gap_threshold, decoder.gap_calibration, decoder.people_alpha) == (petra.cfg["gap_threshold"], [0.5, 1.0], 0.25)
+    assert (decoder.gap_threshold, decoder.gap_calibration, decoder.people_alpha) == (
+        petra.cfg["gap_threshold"],
+        [0.5, 1.0],
+        0.25,
+    )

@@ -2,6 +2,7 @@
 every registered builder and factory is in docs/configuration.md with its
 default, the README stays short and keeps the test command, user pages name
 no developer-only paths or issue numbers, and every relative link resolves."""
+
 import inspect
 import json
 import re
@@ -144,7 +145,9 @@ def test_every_factory_option_is_documented_with_its_default(factory):
 
 def test_readme_is_short():
     n_lines = len(README.read_text(encoding="utf8").splitlines())
-    assert n_lines <= README_MAX_LINES, f"README.md has {n_lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+    assert n_lines <= README_MAX_LINES, (
+        f"README.md has {n_lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+    )
 
 
 def test_readme_keeps_the_test_command():

@@ -2,6 +2,7 @@
 used out within its byte bound; a cached Doc gets the same vectors as no
 cache; nothing is kept before training starts. And the partly frozen
 transformer on MPNet (relative position bias), the base presets' encoder."""
+
 import numpy
 import pytest
 import spacy
@@ -134,7 +135,11 @@ def test_frozen_cache_mb_has_one_default_and_one_check():
     with pytest.raises(ValueError, match="frozen_cache_mb must be an integer >= 0, got -1"):
         build_embedded_transformer(trainable_layers=1, frozen_cache_mb=-1)
     source = Path(__file__).resolve().parent.parent / "spacy_memcoref"
-    wording = [str(p.relative_to(source)) for p in sorted(source.rglob("*.py")) if "frozen_cache_mb must be" in p.read_text(encoding="utf8")]
+    wording = [
+        str(p.relative_to(source))
+        for p in sorted(source.rglob("*.py"))
+        if "frozen_cache_mb must be" in p.read_text(encoding="utf8")
+    ]
     assert wording == ["models/encoder/encoder_cache.py"], wording
 
 
@@ -181,7 +186,9 @@ def test_disk_cache_serves_a_later_run_and_only_the_same_encoder(tmp_path, monke
     other = frozen_encoder(build_embedded_transformer(), encoder_layers=2, cache_mb=64, cache_dir=folder)
     other.initialize(X=docs)
     other(docs[:1], is_train=True)
-    lower = frozen_encoder(build_embedded_transformer(), encoder_layers=4, skip_top_layers=1, cache_mb=64, cache_dir=folder)
+    lower = frozen_encoder(
+        build_embedded_transformer(), encoder_layers=4, skip_top_layers=1, cache_mb=64, cache_dir=folder
+    )
     lower.initialize(X=docs)
     lower(docs[:1], is_train=True)
     changed = frozen_encoder(build_embedded_transformer(), encoder_layers=4, cache_mb=64, cache_dir=folder)

@@ -2,6 +2,7 @@
 output exactly; the gradients match finite differences; it learns on a
 tiny batch what only the entity vectors tell; it trains inside a spaCy
 pipeline behind a frozen, annotating coreference component."""
+
 import numpy
 import pytest
 import spacy
@@ -103,7 +104,9 @@ def test_the_gradients_match_finite_differences(nlp):
                 else:
                     down = loss()
             gated.set_param(name, param)
-            numpy.testing.assert_allclose(grad[index], (up - down) / (2 * step), rtol=2e-2, atol=2e-3, err_msg=f"{name}{index}")
+            numpy.testing.assert_allclose(
+                grad[index], (up - down) / (2 * step), rtol=2e-2, atol=2e-3, err_msg=f"{name}{index}"
+            )
 
 
 def test_it_learns_what_only_the_entity_vectors_tell(nlp):
@@ -112,7 +115,9 @@ def test_it_learns_what_only_the_entity_vectors_tell(nlp):
 
     def train(gate_bias):
         numpy.random.seed(0)
-        model: Model = chain(build_entity_gating(tok2vec(), entity_width=E_WIDTH, init_gate_bias=gate_bias), with_array(Softmax(3)))
+        model: Model = chain(
+            build_entity_gating(tok2vec(), entity_width=E_WIDTH, init_gate_bias=gate_bias), with_array(Softmax(3))
+        )
         model.initialize(X=docs, Y=truth)
         optimizer = Adam(0.01)
         losses = []
@@ -160,7 +165,9 @@ def test_a_tagger_trains_on_it_behind_a_frozen_annotating_coreference_component(
     examples = []
     for text in texts:
         words = text.split()
-        tags = ["PRON" if w.lower() in {"she", "him", "he", "her"} else "PROPN" if w[0].isupper() else "X" for w in words]
+        tags = [
+            "PRON" if w.lower() in {"she", "him", "he", "her"} else "PROPN" if w[0].isupper() else "X" for w in words
+        ]
         examples.append(Example.from_dict(nlp.make_doc(text), {"words": words, "tags": tags}))
     before = nlp.get_pipe("memcoref").to_bytes()
     nlp.get_pipe("tagger").initialize(lambda: examples, nlp=nlp)

@@ -2,6 +2,7 @@
 pooled by the rule of decoders.entity_vectors, checked against the head's
 own modules; deterministic; one vector for every mention of a cluster;
 through DocBin and to_bytes; off by a setting; on the entity records."""
+
 import numpy
 import pytest
 import spacy
@@ -19,7 +20,10 @@ def nlp():
 
 
 def clusters_of(doc):
-    return [[(s.start, s.end - 1) for s in doc.spans[k]] for k in sorted(k for k in doc.spans if k.startswith("coref_clusters_"))]
+    return [
+        [(s.start, s.end - 1) for s in doc.spans[k]]
+        for k in sorted(k for k in doc.spans if k.startswith("coref_clusters_"))
+    ]
 
 
 def test_the_vectors_are_the_mean_of_the_heads_antecedent_endpoints(nlp):
@@ -52,7 +56,11 @@ def test_the_vectors_are_deterministic_and_one_a_cluster(nlp):
         found = {int(rows[m.start]) for m in mentions}
         assert len(found) == 1  # every mention of the cluster: one vector
         numpy.testing.assert_array_equal(vectors[found.pop()], vectors[int(rows[mentions[-1].start])])
-    outside = [t.i for t in first if all(not (s.start <= t.i < s.end) for k in first.spans if k.startswith("coref_") for s in first.spans[k])]
+    outside = [
+        t.i
+        for t in first
+        if all(not (s.start <= t.i < s.end) for k in first.spans if k.startswith("coref_") for s in first.spans[k])
+    ]
     assert outside and (rows[outside] == -1).all()
 
 
@@ -65,7 +73,9 @@ def test_the_vectors_survive_docbin_and_to_bytes(nlp):
     for other in (back, again):
         numpy.testing.assert_array_equal(other._.entity_vectors["vectors"], doc._.entity_vectors["vectors"])
         numpy.testing.assert_array_equal(other._.entity_vectors["clusters"], doc._.entity_vectors["clusters"])
-        assert [r.vector.tolist() for r in spacy_memcoref.entities(other)] == [r.vector.tolist() for r in spacy_memcoref.entities(doc)]
+        assert [r.vector.tolist() for r in spacy_memcoref.entities(other)] == [
+            r.vector.tolist() for r in spacy_memcoref.entities(doc)
+        ]
 
 
 def test_a_setting_turns_them_off(nlp, tmp_path):

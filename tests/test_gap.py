@@ -1,5 +1,6 @@
 """GAP: reader, DocBin converter, system-file export, and metrics checked
 against the official scorer (../shared/tools/gap-scorer/gap_scorer.py)."""
+
 import math
 import random
 import re
@@ -58,7 +59,10 @@ def run_official(scorer: Path, gold: Path, system: Path) -> Dict[str, object]:
     """Run gap_scorer.py and parse its scorecard."""
     proc = subprocess.run(
         [sys.executable, scorer.name, "--gold_tsv", str(gold), "--system_tsv", str(system)],
-        cwd=scorer.parent, capture_output=True, text=True, check=True,
+        cwd=scorer.parent,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     out = proc.stdout
     parsed: Dict[str, object] = {}
@@ -78,7 +82,11 @@ def assert_same_as_official(scorer: Path, gold: Path, system: Path) -> Dict[str,
     official = run_official(scorer, gold, system)
     scores, rows = score_gap_files(gold, system)
     counts, _ = gap_counts(read_gap_gold(gold), read_gap_system(system))
-    for name, key, suffix in (("Overall", None, ""), ("Masculine", "masculine", "_masc"), ("Feminine", "feminine", "_fem")):
+    for name, key, suffix in (
+        ("Overall", None, ""),
+        ("Masculine", "masculine", "_masc"),
+        ("Feminine", "feminine", "_fem"),
+    ):
         off = official[name]
         c = counts[key]
         assert (c.tp, c.fp, c.fn, c.tn) == (off["tp"], off["fp"], off["fn"], off["tn"]), name
@@ -127,7 +135,12 @@ def test_read_sample(nlp):
     spans = {s.label_: s.text for s in d1.spans["gap"]}
     assert spans == {"A": "Anna Kovač", "B": "Maria Núñez", "PRONOUN": "she"}
     assert [s.label_ for s in d1.spans["gap"]] == ["A", "B", "PRONOUN"]
-    assert d1.user_data["gap"] == {"id": "sample-1", "A-coref": True, "B-coref": False, "url": "http://example.org/sample-1"}
+    assert d1.user_data["gap"] == {
+        "id": "sample-1",
+        "A-coref": True,
+        "B-coref": False,
+        "url": "http://example.org/sample-1",
+    }
     assert [s.text for s in d1.spans["coref_clusters_1"]] == ["Anna Kovač", "she"]
     assert {s.label_: s.text for s in d2.spans["gap"]}["B"] == "John C."  # expanded, not dropped
     assert [s.text for s in d2.spans["coref_clusters_1"]] == ["John C.", "his"]
@@ -139,7 +152,11 @@ def test_read_sample(nlp):
     assert gap_gold(d3) == ("sample-3", "feminine", True, True)
     assert gap_gold(d4) == ("sample-4", "masculine", False, False)
     # default tokenizer and a bare tokenizer give the same tokens
-    assert [len(d) for d in read_gap(SAMPLE)] == [len(d) for d in read_gap(SAMPLE, nlp.tokenizer)] == [len(d) for d in docs]
+    assert (
+        [len(d) for d in read_gap(SAMPLE)]
+        == [len(d) for d in read_gap(SAMPLE, nlp.tokenizer)]
+        == [len(d) for d in docs]
+    )
 
 
 def test_sample_docbin_roundtrip_and_export(tmp_path, nlp):
@@ -151,7 +168,9 @@ def test_sample_docbin_roundtrip_and_export(tmp_path, nlp):
     assert stats == {"rows": 4, "docs": 4, "expansions": 1, "expanded_rows": 1, "tokens": tokens, "links": 4}
     for doc, orig in zip(docs, originals):
         assert doc.user_data["gap"] == orig.user_data["gap"]
-        assert [(s.start, s.end, s.label_) for s in doc.spans["gap"]] == [(s.start, s.end, s.label_) for s in orig.spans["gap"]]
+        assert [(s.start, s.end, s.label_) for s in doc.spans["gap"]] == [
+            (s.start, s.end, s.label_) for s in orig.spans["gap"]
+        ]
     system = tmp_path / "sample.sys.tsv"
     assert docbin_to_gap_system(out, system) == 4
     assert system.read_text(encoding="utf-8") == (
@@ -168,9 +187,15 @@ def test_sample_docbin_roundtrip_and_export(tmp_path, nlp):
 def _gap_doc(nlp, clusters: Dict[str, List[Tuple[int, int]]]) -> Doc:
     #                  0     1    2    3     4    5   6     7     8   9
     doc = nlp.make_doc("Anna Lee met Mary Jones and she smiled at them")
-    doc.spans["gap"] = SpanGroup(doc, name="gap", spans=[
-        doc.char_span(0, 8, label="A"), doc.char_span(13, 23, label="B"), doc.char_span(28, 31, label="PRONOUN")
-    ])
+    doc.spans["gap"] = SpanGroup(
+        doc,
+        name="gap",
+        spans=[
+            doc.char_span(0, 8, label="A"),
+            doc.char_span(13, 23, label="B"),
+            doc.char_span(28, 31, label="PRONOUN"),
+        ],
+    )
     doc.user_data["gap"] = {"id": "x", "A-coref": False, "B-coref": False, "url": ""}
     for key, mentions in clusters.items():
         doc.spans[key] = [doc[s:e] for s, e in mentions]
@@ -183,8 +208,16 @@ def _gap_doc(nlp, clusters: Dict[str, List[Tuple[int, int]]]) -> Doc:
         ({}, "coref_clusters", (False, False)),
         ({"coref_clusters_1": [(0, 2), (6, 7)]}, "coref_clusters", (True, False)),
         ({"coref_clusters_1": [(1, 2), (6, 7)]}, "coref_clusters", (True, False)),  # partial overlap with A
-        ({"coref_clusters_1": [(0, 2), (3, 5)], "coref_clusters_2": [(6, 7), (9, 10)]}, "coref_clusters", (False, False)),
-        ({"coref_clusters_1": [(0, 2), (9, 10)], "coref_clusters_3": [(3, 4), (6, 7)]}, "coref_clusters", (False, True)),
+        (
+            {"coref_clusters_1": [(0, 2), (3, 5)], "coref_clusters_2": [(6, 7), (9, 10)]},
+            "coref_clusters",
+            (False, False),
+        ),
+        (
+            {"coref_clusters_1": [(0, 2), (9, 10)], "coref_clusters_3": [(3, 4), (6, 7)]},
+            "coref_clusters",
+            (False, True),
+        ),
         ({"coref_clusters_1": [(0, 2), (3, 5), (6, 7)]}, "coref_clusters", (True, True)),
         ({"coref_clusters_1": [(6, 7)]}, "coref_clusters", (False, False)),  # the pronoun alone
         ({"coref_clusters_1": [(0, 2), (6, 7)], "pred_2": [(3, 5), (6, 7)]}, "pred", (False, True)),
@@ -235,16 +268,41 @@ BAD_GOLD = [
     ("extra_column", (HEADER + "\n" + GOOD_ROW + "\textra\n").encode(), 2, "found 12"),
     ("missing_column", (HEADER + "\n" + GOOD_ROW.rsplit("\t", 1)[0] + "\n").encode(), 2, "found 10"),
     ("bad_coref", (HEADER + "\n" + _row(**{"A-coref": "yes"}) + "\n").encode(), 2, "A-coref must be TRUE or FALSE"),
-    ("coref_space", (HEADER + "\n" + _row(**{"B-coref": "FALSE "}) + "\n").encode(), 2, "B-coref must be TRUE or FALSE"),
-    ("offset_not_int", (HEADER + "\n" + _row(**{"A-offset": "x1"}) + "\n").encode(), 2, "A-offset must be a non-negative integer"),
-    ("offset_negative", (HEADER + "\n" + _row(**{"B-offset": "-1"}) + "\n").encode(), 2, "B-offset must be a non-negative integer"),
+    (
+        "coref_space",
+        (HEADER + "\n" + _row(**{"B-coref": "FALSE "}) + "\n").encode(),
+        2,
+        "B-coref must be TRUE or FALSE",
+    ),
+    (
+        "offset_not_int",
+        (HEADER + "\n" + _row(**{"A-offset": "x1"}) + "\n").encode(),
+        2,
+        "A-offset must be a non-negative integer",
+    ),
+    (
+        "offset_negative",
+        (HEADER + "\n" + _row(**{"B-offset": "-1"}) + "\n").encode(),
+        2,
+        "B-offset must be a non-negative integer",
+    ),
     ("offset_outside", (HEADER + "\n" + _row(**{"Pronoun-offset": "99"}) + "\n").encode(), 2, "outside the text"),
     ("text_mismatch", (HEADER + "\n" + _row(**{"A-offset": "1"}) + "\n").encode(), 2, "not the A column"),
     ("pronoun_mismatch", (HEADER + "\n" + _row(Pronoun="she") + "\n").encode(), 2, "not the Pronoun column"),
     ("empty_mention", (HEADER + "\n" + _row(B="") + "\n").encode(), 2, "column B is empty"),
     ("empty_id", (HEADER + "\n" + _row(ID="") + "\n").encode(), 2, "column ID is empty"),
-    ("duplicate_id", (HEADER + "\n" + GOOD_ROW + "\n" + GOOD_ROW + "\n").encode(), 3, "duplicate ID 'r1' (first on line 2)"),
-    ("bad_utf8", (HEADER + "\n").encode() + GOOD_ROW.encode().replace(b"Anna met", b"Ann\xff met") + b"\n", 2, "not valid UTF-8"),
+    (
+        "duplicate_id",
+        (HEADER + "\n" + GOOD_ROW + "\n" + GOOD_ROW + "\n").encode(),
+        3,
+        "duplicate ID 'r1' (first on line 2)",
+    ),
+    (
+        "bad_utf8",
+        (HEADER + "\n").encode() + GOOD_ROW.encode().replace(b"Anna met", b"Ann\xff met") + b"\n",
+        2,
+        "not valid UTF-8",
+    ),
 ]
 
 
@@ -285,7 +343,10 @@ def test_bad_gold(tmp_path, name, content, line, reason):
 
 def test_gold_pronoun_without_gender(tmp_path):
     path = tmp_path / "they.tsv"
-    path.write_text(HEADER + "\n" + GOOD_ROW.replace("She\t15", "They\t15").replace("Mary. She", "Mary. They") + "\n", encoding="utf-8")
+    path.write_text(
+        HEADER + "\n" + GOOD_ROW.replace("She\t15", "They\t15").replace("Mary. She", "Mary. They") + "\n",
+        encoding="utf-8",
+    )
     assert len(list(read_gap(path))) == 1  # fine for conversion
     with pytest.raises(DataFormatError) as exc:
         score_gap_files(path, write_system(tmp_path / "s.tsv", ["r1\tTRUE\tFALSE"]))
@@ -325,7 +386,12 @@ def _bad_docbins(tmp_path: Path, nlp) -> List[Tuple[str, Path, str]]:
     no_label = docs[1].copy()
     no_label.spans["gap"] = [s for s in no_label.spans["gap"] if s.label_ != "PRONOUN"]
     cases = []
-    for name, bad in (("no_gap_spans", no_spans), ("no_gap_id", no_id), ("no_pronoun", no_label), ("duplicate_id", docs[0])):
+    for name, bad in (
+        ("no_gap_spans", no_spans),
+        ("no_gap_id", no_id),
+        ("no_pronoun", no_label),
+        ("duplicate_id", docs[0]),
+    ):
         path = tmp_path / f"{name}.spacy"
         DocBin(store_user_data=True, docs=[docs[0], bad]).to_disk(path)
         cases.append((name, path, _reason_of(name)))
@@ -399,7 +465,7 @@ def test_shared_gap_converts(gap_dir, tmp_path, nlp, name):
     assert len(rows) == EXPECTED_ROWS[name]
     for row in rows:  # before expansion the offsets give exactly the TSV strings
         for string, offset in ((row.pronoun, row.pronoun_offset), (row.a, row.a_offset), (row.b, row.b_offset)):
-            assert row.text[offset:offset + len(string)] == string
+            assert row.text[offset : offset + len(string)] == string
     stats = GapStats()
     docs = list(read_gap(source, nlp, stats=stats))
     print(f"\n{name}: {stats.rows} rows, {stats.expansions} spans expanded to token boundaries: {stats.expanded}")
@@ -408,7 +474,11 @@ def test_shared_gap_converts(gap_dir, tmp_path, nlp, name):
     n_expanded = 0
     for row, doc in zip(rows, docs):
         spans = {s.label_: s for s in doc.spans["gap"]}
-        for label, string, offset in (("A", row.a, row.a_offset), ("B", row.b, row.b_offset), ("PRONOUN", row.pronoun, row.pronoun_offset)):
+        for label, string, offset in (
+            ("A", row.a, row.a_offset),
+            ("B", row.b, row.b_offset),
+            ("PRONOUN", row.pronoun, row.pronoun_offset),
+        ):
             span = spans[label]
             assert span.start_char <= offset and offset + len(string) <= span.end_char
             if span.text != string:
@@ -463,7 +533,9 @@ def _system_cases(rows, tmp_path: Path) -> List[Tuple[str, Path, Path]]:
         cases.append((f"random{seed}", lines))
     # a noisy copy of gold (realistic scores), with a header line
     rng = random.Random(42)
-    noisy = ["ID\tA-coref\tB-coref"] + [f"{i}\t{tf(a != (rng.random() < 0.2))}\t{tf(b != (rng.random() < 0.2))}" for i, _, a, b in rows]
+    noisy = ["ID\tA-coref\tB-coref"] + [
+        f"{i}\t{tf(a != (rng.random() < 0.2))}\t{tf(b != (rng.random() < 0.2))}" for i, _, a, b in rows
+    ]
     cases.append(("noisy_gold", noisy))
     cases.append(("all_true", [f"{i}\tTRUE\tTRUE" for i in ids]))
     cases.append(("all_false", [f"{i}\tFALSE\tFALSE" for i in ids]))
@@ -473,14 +545,25 @@ def _system_cases(rows, tmp_path: Path) -> List[Tuple[str, Path, Path]]:
     cases.append(("only_extra_ids", ["zzz\tTRUE\tTRUE"]))
     # masculine right, feminine all wrong: bias undefined ("-")
     from spacy_memcoref.scoring.gap_metrics import pronoun_gender
-    cases.append(("fem_zero", [
-        f"{i}\t{tf(a if pronoun_gender(p) == 'masculine' else False)}\t{tf(b if pronoun_gender(p) == 'masculine' else False)}"
-        for i, p, a, b in rows
-    ]))
-    cases.append(("masc_zero", [
-        f"{i}\t{tf(a if pronoun_gender(p) == 'feminine' else not a)}\t{tf(b if pronoun_gender(p) == 'feminine' else False)}"
-        for i, p, a, b in rows
-    ]))
+
+    cases.append(
+        (
+            "fem_zero",
+            [
+                f"{i}\t{tf(a if pronoun_gender(p) == 'masculine' else False)}\t{tf(b if pronoun_gender(p) == 'masculine' else False)}"
+                for i, p, a, b in rows
+            ],
+        )
+    )
+    cases.append(
+        (
+            "masc_zero",
+            [
+                f"{i}\t{tf(a if pronoun_gender(p) == 'feminine' else not a)}\t{tf(b if pronoun_gender(p) == 'feminine' else False)}"
+                for i, p, a, b in rows
+            ],
+        )
+    )
     return [(name, write_system(tmp_path / f"{name}.tsv", lines)) for name, lines in cases]
 
 
@@ -493,15 +576,23 @@ def test_scores_equal_official(gap_dir, gap_scorer, tmp_path):
     # a gold file with one gender only (masculine F1 = 0, bias "-")
     fem_gold = tmp_path / "fem_gold.tsv"
     lines = (gold).read_text(encoding="utf-8").splitlines()
-    fem_gold.write_text("\n".join([lines[0]] + [l for l in lines[1:] if l.split("\t")[2].lower() in ("she", "her", "hers")]) + "\n", encoding="utf-8")
+    fem_gold.write_text(
+        "\n".join([lines[0]] + [l for l in lines[1:] if l.split("\t")[2].lower() in ("she", "her", "hers")]) + "\n",
+        encoding="utf-8",
+    )
     fem_rows = gold_rows(fem_gold)
     rng = random.Random(7)
-    fem_system = write_system(tmp_path / "fem_sys.tsv", [f"{i}\t{tf(rng.random() < 0.5)}\t{tf(b)}" for i, _, _, b in fem_rows])
+    fem_system = write_system(
+        tmp_path / "fem_sys.tsv", [f"{i}\t{tf(rng.random() < 0.5)}\t{tf(b)}" for i, _, _, b in fem_rows]
+    )
     scores = assert_same_as_official(gap_scorer, fem_gold, fem_system)
     assert scores["gap_f_masc"] == 0.0 and math.isnan(scores["gap_bias"])
     # development, one random system
     dev = gap_dir / "gap-development.tsv"
     rng = random.Random(11)
-    dev_system = write_system(tmp_path / "dev_sys.tsv", [f"{i}\t{tf(rng.random() < 0.5)}\t{tf(rng.random() < 0.5)}" for i, _, _, _ in gold_rows(dev)])
+    dev_system = write_system(
+        tmp_path / "dev_sys.tsv",
+        [f"{i}\t{tf(rng.random() < 0.5)}\t{tf(rng.random() < 0.5)}" for i, _, _, _ in gold_rows(dev)],
+    )
     assert_same_as_official(gap_scorer, dev, dev_system)
     print(f"\nmax |ours - official| over all GAP comparisons: {MAX_DIFF[0]:.4f} percent points")

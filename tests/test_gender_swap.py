@@ -1,5 +1,6 @@
 """The gender-swap augmenter: hand-checked swaps, spans and labels kept,
 the augmenter through spaCy's own config and Corpus, bad levels."""
+
 import random
 from pathlib import Path
 
@@ -50,7 +51,9 @@ def test_swapped_gap_docs_keep_spans_labels_and_gold():
         assert [t.whitespace_ for t in new] == [t.whitespace_ for t in doc]
         assert set(new.spans) == set(doc.spans)
         for key in doc.spans:
-            assert [(s.start, s.end, s.label_) for s in new.spans[key]] == [(s.start, s.end, s.label_) for s in doc.spans[key]]
+            assert [(s.start, s.end, s.label_) for s in new.spans[key]] == [
+                (s.start, s.end, s.label_) for s in doc.spans[key]
+            ]
         assert new.user_data == doc.user_data
         new.user_data["gap"]["id"] = "changed"
         assert doc.user_data["gap"]["id"] != "changed", "user_data must be a copy"
@@ -58,11 +61,21 @@ def test_swapped_gap_docs_keep_spans_labels_and_gold():
         new_pronoun = [s for s in new.spans["gap"] if s.label_ == "PRONOUN"][0]
         assert new_pronoun.text.lower() != pronoun.text.lower()
         # the swap of this pronoun, from the word list written out here
-        expected = {"he": ("she",), "she": ("he",), "his": ("her", "hers"), "him": ("her",), "her": ("his", "him"), "hers": ("his",),
-                    "himself": ("herself",), "herself": ("himself",)}[pronoun.text.lower()]
+        expected = {
+            "he": ("she",),
+            "she": ("he",),
+            "his": ("her", "hers"),
+            "him": ("her",),
+            "her": ("his", "him"),
+            "hers": ("his",),
+            "himself": ("herself",),
+            "herself": ("himself",),
+        }[pronoun.text.lower()]
         assert new_pronoun.text.lower() in expected
         # the PeTra gold (spans and link labels) does not change
-        assert petra_sparse_target(Example(new, new), "coref_clusters") == petra_sparse_target(Example(doc, doc), "coref_clusters")
+        assert petra_sparse_target(Example(new, new), "coref_clusters") == petra_sparse_target(
+            Example(doc, doc), "coref_clusters"
+        )
 
 
 def test_augmenter_from_config_through_corpus(sample_docbin):
@@ -114,7 +127,9 @@ def test_convert_gap_gender_swap_keeps_ids_and_labels(tmp_path):
 
 def test_petra_config_swaps_about_half_of_the_training_texts(sample_docbin):
     repo = Path(__file__).resolve().parent.parent
-    config = load_config(repo / "configs" / "petra_gap.cfg", overrides={"paths.train": "x", "paths.dev": "x"}, interpolate=True)
+    config = load_config(
+        repo / "configs" / "petra_gap.cfg", overrides={"paths.train": "x", "paths.dev": "x"}, interpolate=True
+    )
     assert config["corpora"]["train"]["augmenter"] == {"@augmenters": "spacy_memcoref.gender_swap.v1", "level": 0.5}
     assert "augmenter" not in config["corpora"]["dev"] or config["corpora"]["dev"]["augmenter"] is None
     nlp = spacy.blank("en")
@@ -132,7 +147,9 @@ def test_predicted_tokens_follow_the_reference_decisions():
     it takes the reference's word, and the texts still align."""
     nlp = spacy.blank("en")
     reference = Doc(nlp.vocab, words=["She", "met", "her", "tomorrow", "."], spaces=[True, True, True, False, False])
-    predicted = Doc(nlp.vocab, words=["She", "met", "her", "to", "morrow", "."], spaces=[True, True, True, False, False, False])
+    predicted = Doc(
+        nlp.vocab, words=["She", "met", "her", "to", "morrow", "."], spaces=[True, True, True, False, False, False]
+    )
     assert swap_gender_words([t.text for t in predicted])[2] == "him"
     swapped = gender_swapped_example(Example(predicted, reference))
     assert swapped.reference.text == "He met his tomorrow."
@@ -181,7 +198,10 @@ def test_a_swapped_document_keeps_its_clusters():
     example = gender_swapped_example(Example(nlp.make_doc(doc.text), doc), nouns=True, names=True)
     assert example.reference.text == "James Curie taught his daughter. Her mother, Marie, thanked him."
     assert example.predicted.text == example.reference.text
-    assert [[s.text for s in example.reference.spans[k]] for k in sorted(doc.spans)] == [["James Curie", "his", "him"], ["his daughter", "Her"]]
+    assert [[s.text for s in example.reference.spans[k]] for k in sorted(doc.spans)] == [
+        ["James Curie", "his", "him"],
+        ["his daughter", "Her"],
+    ]
 
 
 def test_the_augmenter_takes_nouns_and_names_from_the_config():

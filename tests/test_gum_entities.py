@@ -1,6 +1,7 @@
 """GUM's own entity layer (spacy_memcoref.corpora.gum_entities): the reader
 of the conllu `Entity=` brackets, the aligner onto OntoGUM Docs, and, on the
 shared data, agreement with OntoGUM for all 148 train + dev documents."""
+
 import collections
 import re
 from pathlib import Path
@@ -162,8 +163,12 @@ def test_span_groups_on_a_doc_survive_a_docbin(tmp_path):
         ("Entity=4)", "Entity=4)(9-object", 23, "without etype or infstat"),
         ("Entity=(4-object-giv:act-nnnnn-cf1-1-ana)", "Entity=(4-object-giv:act))", 26, "bad Entity value"),
         ("Entity=5)", "Entity=5", 21, "bad Entity value"),
-        ("7-8\tdidn't\t_\t_\t_\t_\t_\t_\t_\t_", "7-8\tdidn't\t_\t_\t_\t_\t_\t_\t_\tEntity=(7-abstract-new)", 11,
-         "an Entity annotation on a multiword-token range"),
+        (
+            "7-8\tdidn't\t_\t_\t_\t_\t_\t_\t_\t_",
+            "7-8\tdidn't\t_\t_\t_\t_\t_\t_\t_\tEntity=(7-abstract-new)",
+            11,
+            "an Entity annotation on a multiword-token range",
+        ),
         (HEADER, "# global.Entity = GRP-etype", 2, "lacks infstat"),
     ],
 )
@@ -374,7 +379,8 @@ def test_every_ontogum_mention_is_a_gum_mention_or_explained(gum_docs, ontogum_d
                 elif end - start == 1 and any(m.start <= start and end <= m.end and start in heads[m] for m in around):
                     counts["reduced to head"] += 1
                 elif end - start == 1 and any(
-                    m.start <= start < m.end and gum.heads[start] in heads[m]
+                    m.start <= start < m.end
+                    and gum.heads[start] in heads[m]
                     and gum.deprels[start].split(":")[0] in ("cop", "aux")
                     for m in around
                 ):
@@ -412,7 +418,9 @@ def test_convert_with_gum_entities_puts_the_layer_on_every_doc(shared_data, gum_
     assert docs and not list(tmp_path.glob("*.tmp"))
     for doc in docs:
         gum = gum_docs[doc.user_data["doc_id"]]
-        assert [(s.start, s.end, s.label_) for s in doc.spans[MENTIONS_KEY]] == [(m.start, m.end, m.etype) for m in gum.mentions]
+        assert [(s.start, s.end, s.label_) for s in doc.spans[MENTIONS_KEY]] == [
+            (m.start, m.end, m.etype) for m in gum.mentions
+        ]
         assert [s.label_ for s in doc.spans[INFSTAT_KEY]] == [m.infstat for m in gum.mentions]
 
 
@@ -430,7 +438,8 @@ def test_convert_with_a_wrong_gum_folder_fails_and_leaves_no_docbin(shared_data,
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "GUM_other_doc.conllu").write_text(
         "# newdoc id = GUM_other_doc\n# global.Entity = GRP-etype-infstat-salience-centering-minspan-link-identity\n"
-        "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n", encoding="utf8"
+        "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n",
+        encoding="utf8",
     )
     result = CliRunner().invoke(app, [*args, "--gum-entities", str(tmp_path / "empty")])
     assert result.exit_code == 1 and "has no GUM document" in result.output, result.output

@@ -1,6 +1,7 @@
 """`python -m spacy_memcoref quantize`: an int8 copy of a trained pipeline
 (dynamic quantization of the encoder's Linear layers) that spacy.load reads
 back with the same safety (weights only, checksum), on CPU only."""
+
 import numpy
 import pytest
 import spacy
@@ -10,7 +11,12 @@ from thinc.api import Adam, fix_random_seed
 from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
-from spacy_memcoref.models.encoder.int8 import is_quantized_state, quantize_module, quantize_module_like, quantized_layer_count
+from spacy_memcoref.models.encoder.int8 import (
+    is_quantized_state,
+    quantize_module,
+    quantize_module_like,
+    quantized_layer_count,
+)
 from spacy_memcoref.models.encoder.transformer_node import find_transformer
 
 from conftest import assert_same_links, make_examples, s2e_config
@@ -104,10 +110,13 @@ def test_int8_weights_keep_the_checksum(int8_model, tmp_path):
     msg = srsly.msgpack_loads(model_file.read_bytes())
     # the transformer's shim: the largest serialized shim; flip one byte in the middle of its weights
     node, index = max(
-        ((n, i) for n, shims in enumerate(msg["shims"]) for i in range(len(shims))), key=lambda ni: len(msg["shims"][ni[0]][ni[1]])
+        ((n, i) for n, shims in enumerate(msg["shims"]) for i in range(len(shims))),
+        key=lambda ni: len(msg["shims"][ni[0]][ni[1]]),
     )
     shim = srsly.msgpack_loads(msg["shims"][node][index])
-    assert shim.get("state_sha256") and is_quantized_state(torch.load(__import__("io").BytesIO(shim["state"]), weights_only=True))
+    assert shim.get("state_sha256") and is_quantized_state(
+        torch.load(__import__("io").BytesIO(shim["state"]), weights_only=True)
+    )
     state = bytearray(shim["state"])
     state[len(state) // 2] ^= 0xFF
     shim["state"] = bytes(state)
@@ -156,7 +165,10 @@ def tiny_float_model(tiny_mpnet, tmp_path_factory):
     the command's checks (quantize needs a transformer, not a good model)."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet)}))
+    nlp.add_pipe(
+        "memcoref",
+        config=s2e_config(tok2vec={"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet)}),
+    )
     nlp.initialize(lambda: make_examples(nlp))
     path = tmp_path_factory.mktemp("tiny_float") / "model"
     nlp.to_disk(path)

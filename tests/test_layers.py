@@ -35,6 +35,7 @@ below; two layers of one rank may not import each other):
                 text and entity records, the shipped trained models, the
                 package's own __init__
 """
+
 import ast
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple

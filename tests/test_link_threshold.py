@@ -1,4 +1,5 @@
 """tune-link-threshold: s2e's link threshold chosen on dev data."""
+
 import json
 
 import spacy
@@ -82,7 +83,9 @@ def test_cli_also_saves_the_checkpoint_best_once_tuned(trained_nlp, models, tmp_
     )
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
-    per_checkpoint = {line.split(": ")[0]: float(line.rsplit(" ", 1)[1]) for line in lines if ": best threshold" in line}
+    per_checkpoint = {
+        line.split(": ")[0]: float(line.rsplit(" ", 1)[1]) for line in lines if ": best threshold" in line
+    }
     assert set(per_checkpoint) == {str(untrained), str(trained)}
     assert per_checkpoint[str(trained)] > 90.0 > per_checkpoint[str(untrained)]
     summary = json.loads(lines[-1])
@@ -98,6 +101,8 @@ def test_cli_also_needs_an_output_apart_from_the_checkpoints(trained_nlp, models
     trained, dev = _saved_with_dev(nlp, examples, tmp_path)
     before = sorted(p.name for p in trained.iterdir())
     for extra in ([], ["--output", str(trained)]):
-        result = CliRunner().invoke(app, ["tune-link-threshold", str(models / "s2e"), str(dev), "--also", str(trained), *extra])
+        result = CliRunner().invoke(
+            app, ["tune-link-threshold", str(models / "s2e"), str(dev), "--also", str(trained), *extra]
+        )
         assert_user_error(result, "--also" if not extra else "one of the checkpoints compared")
     assert sorted(p.name for p in trained.iterdir()) == before

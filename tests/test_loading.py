@@ -5,6 +5,7 @@ cluster names without a possessive marker.
 A small CNN-tok2vec s2e pipeline (initialized on two examples, not trained)
 stands in for a real one.
 """
+
 import ast
 import configparser
 import importlib
@@ -37,7 +38,13 @@ CNN = {
         "rows": [200, 50, 50, 50],
         "include_static_vectors": False,
     },
-    "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 16, "depth": 1, "window_size": 1, "maxout_pieces": 2},
+    "encode": {
+        "@architectures": "spacy.MaxoutWindowEncoder.v2",
+        "width": 16,
+        "depth": 1,
+        "window_size": 1,
+        "maxout_pieces": 2,
+    },
 }
 S2E = {"@architectures": "spacy_memcoref.S2E.v1", "hidden_size": 16, "dropout": 0.0, "tok2vec": CNN}
 TRAIN = [
@@ -83,7 +90,9 @@ def corrupt(saved, tmp_path):
 
 
 def _jsonl(path: Path, texts) -> Path:
-    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf8")
+    path.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf8"
+    )
     return path
 
 
@@ -108,7 +117,9 @@ def test_annotate_workers_give_the_cli_message_for_a_corrupt_pipeline(corrupt, t
     model, _, message = corrupt
     corpus = _jsonl(tmp_path / "corpus.jsonl", ["Alice met Bob.", "It rained."])
     runner = CliRunner()
-    predicted = _one_error_line(runner.invoke(app, ["predict", str(model), str(tmp_path / "none.spacy"), str(tmp_path / "o.spacy")]))
+    predicted = _one_error_line(
+        runner.invoke(app, ["predict", str(model), str(tmp_path / "none.spacy"), str(tmp_path / "o.spacy")])
+    )
     assert predicted == f"error: {message}"
     # annotate in this process (the local engine's inline worker)
     annotated = _one_error_line(runner.invoke(app, ["annotate", str(model), str(corpus), str(tmp_path / "out1")]))
@@ -134,7 +145,9 @@ def test_a_pool_worker_that_cannot_load_gives_the_message_not_a_broken_pool(corr
     times, and the user read "a worker process died 4 times (out of memory?)"."""
     model, _, message = corrupt
     corpus = _jsonl(tmp_path / "corpus.jsonl", ["Alice met Bob.", "It rained.", "Bob left."])
-    result = CliRunner().invoke(app, ["annotate", str(model), str(corpus), str(tmp_path / "out"), "--n-process", "2", "--shard-size", "1"])
+    result = CliRunner().invoke(
+        app, ["annotate", str(model), str(corpus), str(tmp_path / "out"), "--n-process", "2", "--shard-size", "1"]
+    )
     assert _one_error_line(result) == f"error: {message}"
 
 
@@ -178,7 +191,7 @@ def shipped(tmp_path, monkeypatch):
     model = folder / "tiny-shipped"
     model.mkdir(parents=True)
     (model / "meta.json").write_text(json.dumps({"name": "tiny-shipped", "version": "0.0.1"}), encoding="utf8")
-    (model / "config.cfg").write_text("[nlp]\nlang = \"en\"\npipeline = []\n", encoding="utf8")
+    (model / "config.cfg").write_text('[nlp]\nlang = "en"\npipeline = []\n', encoding="utf8")
     monkeypatch.setattr(pretrained, "PRETRAINED_DIR", folder)
     monkeypatch.chdir(tmp_path)
     return model

@@ -2,6 +2,7 @@
 the same Docs as OntoGUM's CoNLL-2012 files (checked on the 148 shared
 documents), masked Reddit documents skipped and counted, splits.md, and bad
 input named by file and line."""
+
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,13 @@ from typer.testing import CliRunner
 
 from spacy_memcoref.cli import app
 from spacy_memcoref.corpora.conll import is_masked, read_conll_docs
-from spacy_memcoref.corpora.ontogum import _read_sentences, _read_three_columns, ontogum_to_docbin, read_ontogum_doc, read_splits
+from spacy_memcoref.corpora.ontogum import (
+    _read_sentences,
+    _read_three_columns,
+    ontogum_to_docbin,
+    read_ontogum_doc,
+    read_splits,
+)
 from spacy_memcoref.doc_helpers.clusters import token_clusters
 from spacy_memcoref.errors import DataFormatError
 
@@ -25,6 +32,7 @@ def _one_line(result) -> str:
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
     return lines[0]
+
 
 CONLL = """# begin document
 0\tAlice\t(1)
@@ -93,7 +101,9 @@ def _mask(word: str) -> str:
 
 def _masked_conll(conll: str) -> str:
     return "".join(
-        line if line.startswith("#") else "\t".join([line.split("\t")[0], _mask(line.split("\t")[1]), line.split("\t")[2]])
+        line
+        if line.startswith("#")
+        else "\t".join([line.split("\t")[0], _mask(line.split("\t")[1]), line.split("\t")[2]])
         for line in conll.splitlines(keepends=True)
     )
 
@@ -138,11 +148,21 @@ def test_a_few_underscore_words_do_not_make_a_document_masked(tmp_path):
 
 def test_the_demo_has_a_masked_document_in_gum_form(tmp_path):
     demo = REPO / "assets" / "demo" / "ontogum"
-    conll = [line.split("\t") for line in (demo / "conll" / "GUM_reddit_demo.conll").read_text().splitlines() if line[:1].isdigit()]
-    conllu = [line.split("\t") for line in (demo / "conllu" / "GUM_reddit_demo.conllu").read_text().splitlines() if line[:1].isdigit()]
+    conll = [
+        line.split("\t")
+        for line in (demo / "conll" / "GUM_reddit_demo.conll").read_text().splitlines()
+        if line[:1].isdigit()
+    ]
+    conllu = [
+        line.split("\t")
+        for line in (demo / "conllu" / "GUM_reddit_demo.conllu").read_text().splitlines()
+        if line[:1].isdigit()
+    ]
     # every character masked (lengths kept, so not all one "_"), LEMMA not masked
     assert all(set(f[1]) == {"_"} for f in conll + conllu) and any(len(f[1]) > 1 for f in conll)
-    assert [f[1] for f in conll] == [f[1] for f in conllu] and all(len(f[2]) == len(f[1]) and "_" not in f[2] for f in conllu)
+    assert [f[1] for f in conll] == [f[1] for f in conllu] and all(
+        len(f[2]) == len(f[1]) and "_" not in f[2] for f in conllu
+    )
     result = CliRunner().invoke(app, ["convert", "ontogum", str(demo), str(tmp_path / "demo.spacy")])
     assert result.exit_code == 0, result.output
     assert "10 docs" in result.output and "1 masked documents skipped (GUM_reddit_demo)" in result.output
@@ -175,7 +195,9 @@ def test_real_masked_documents_are_skipped_and_never_written(shared_data, tmp_pa
             shutil.copy(source, mixed / sub / source.name)
     stats = ontogum_to_docbin(mixed, tmp_path / "mixed.spacy")
     assert stats.docs == 1 and len(stats.masked) == 4
-    assert "1 docs" in str(stats) and "4 masked documents skipped (GUM_reddit_callout, GUM_reddit_macroeconomics, " in str(stats)
+    assert "1 docs" in str(
+        stats
+    ) and "4 masked documents skipped (GUM_reddit_callout, GUM_reddit_macroeconomics, " in str(stats)
     docs = list(DocBin().from_disk(tmp_path / "mixed.spacy").get_docs(NLP.vocab))
     assert [d.user_data["doc_id"] for d in docs] == ["GUM_news_iodine"]
     # only masked documents: refused in one line that says so, nothing written
@@ -188,9 +210,13 @@ def test_real_masked_documents_are_skipped_and_never_written(shared_data, tmp_pa
 
 def test_splits(tmp_path):
     splits = tmp_path / "splits.md"
-    splits.write_text("# Splits\n\nSome text.\n\n## dev\n\n  * GUM_news_y\n\n## train\n\n  * GUM_a\n  * GUM_b\n", encoding="utf8")
+    splits.write_text(
+        "# Splits\n\nSome text.\n\n## dev\n\n  * GUM_news_y\n\n## train\n\n  * GUM_a\n  * GUM_b\n", encoding="utf8"
+    )
     assert read_splits(splits) == {"dev": ["GUM_news_y"], "train": ["GUM_a", "GUM_b"]}
-    root = _corpus(tmp_path / "og", {"GUM_news_y": (CONLL, _conllu(SENTENCES)), "GUM_news_z": (CONLL, _conllu(SENTENCES))})
+    root = _corpus(
+        tmp_path / "og", {"GUM_news_y": (CONLL, _conllu(SENTENCES)), "GUM_news_z": (CONLL, _conllu(SENTENCES))}
+    )
     stats = ontogum_to_docbin(root, tmp_path / "dev.spacy", split="dev", splits_path=splits)
     assert stats.docs == 1
     with pytest.raises(DataFormatError, match=r"GUM_a\.conll: no such file"):
@@ -230,7 +256,9 @@ def test_bad_conll_lines_name_file_and_line(tmp_path, edit, where, message):
 
 def test_bad_conllu_is_named(tmp_path):
     root = _corpus(tmp_path, {"GUM_test_doc": (CONLL, _conllu([["Alice", "met", "a", "doctor", "."], SENTENCES[1]]))})
-    with pytest.raises(DataFormatError, match=r"GUM_test_doc\.conllu: token 2 is 'a', but GUM_test_doc\.conll has 'the'"):
+    with pytest.raises(
+        DataFormatError, match=r"GUM_test_doc\.conllu: token 2 is 'a', but GUM_test_doc\.conll has 'the'"
+    ):
         ontogum_to_docbin(root, tmp_path / "out.spacy")
     root = _corpus(tmp_path / "b", {"GUM_test_doc": (CONLL, _conllu([SENTENCES[0]]))})
     with pytest.raises(DataFormatError, match="5 tokens, but GUM_test_doc.conll has 9"):
@@ -306,7 +334,9 @@ def test_output_inside_the_input_is_refused(tmp_path):
     result = runner.invoke(app, ["convert", "ontogum", str(root), str(root)])
     assert result.exit_code == 1 and "the output is a folder that holds the input" in _one_line(result)
     assert "Errno" not in result.output
-    result = runner.invoke(app, ["convert", "ontogum", str(root), str(splits), "--split", "dev", "--splits", str(splits)])
+    result = runner.invoke(
+        app, ["convert", "ontogum", str(root), str(splits), "--split", "dev", "--splits", str(splits)]
+    )
     assert result.exit_code == 1 and "the output is also the input" in _one_line(result)
     assert splits.read_text() == "## dev\n  * GUM_test_doc\n"
     assert sorted(p.name for p in root.rglob("*")) == ["GUM_test_doc.conll", "GUM_test_doc.conllu", "conll", "conllu"]

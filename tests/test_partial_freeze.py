@@ -1,5 +1,6 @@
 """Fine-tuning only the top transformer layers (EmbeddedTransformer.v1
 trainable_layers), its cache of frozen-layer outputs, and [training] dropout."""
+
 from pathlib import Path
 
 import numpy
@@ -162,9 +163,22 @@ def test_partially_frozen_petra_trains_top_only_and_keeps_frozen_vectors(tiny_mp
 
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    encoder = {"@architectures": "spacy_memcoref.EmbeddedTransformer.v1", "name": str(tiny_mpnet), "trainable_layers": 2}
-    model = {"@architectures": "spacy_memcoref.PeTra.v1", "hidden_size": 16, "num_cells": 3, "mlp_size": 16, "dropout": 0.0,
-             "freeze_encoder": False, "encoder_layers": 1, "temperature_halving_steps": 0, "tok2vec": encoder}
+    encoder = {
+        "@architectures": "spacy_memcoref.EmbeddedTransformer.v1",
+        "name": str(tiny_mpnet),
+        "trainable_layers": 2,
+    }
+    model = {
+        "@architectures": "spacy_memcoref.PeTra.v1",
+        "hidden_size": 16,
+        "num_cells": 3,
+        "mlp_size": 16,
+        "dropout": 0.0,
+        "freeze_encoder": False,
+        "encoder_layers": 1,
+        "temperature_halving_steps": 0,
+        "tok2vec": encoder,
+    }
     nlp.add_pipe("memcoref_petra", config={"model": model})
     docs = list(read_gap(Path(__file__).parent / "data" / "gap_sample.tsv", nlp))[:4]
     examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]

@@ -1,6 +1,7 @@
 """scripts/build_people_count.py: the people-counting set derived from
 LitBank-style coreference CoNLL (rules 1-4 of its docstring), on small
 hand-made CoNLL snippets; the real LitBank only where ../shared is present."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -99,8 +100,8 @@ def test_sentence_windows(bpc):
 
 
 def test_detokenize(bpc):
-    words = 'He said , " I do n\'t know . " ( She was Tom \'s sister . ) “ Yes , ” she said .'.split()
-    assert bpc.detokenize(words) == 'He said, "I don\'t know." (She was Tom\'s sister.) “Yes,” she said.'
+    words = "He said , \" I do n't know . \" ( She was Tom 's sister . ) “ Yes , ” she said .".split()
+    assert bpc.detokenize(words) == "He said, \"I don't know.\" (She was Tom's sister.) “Yes,” she said."
 
 
 # -- rules 1-4 on a document --------------------------------------------------------------------
@@ -191,7 +192,9 @@ def test_script_errors(bpc, tmp_path, capsys):
     assert "no window" in capsys.readouterr().err
     assert bpc.main([str(DEMO), str(out), "--min-tokens", "9", "--max-tokens", "3"]) == 2
     bad = tmp_path / "bad.conll"
-    bad.write_text("#begin document (x); part 0\nx\t0\t0\tHi\t_\t_\t_\t_\t_\t_\t_\t_\t(0\n#end document\n", encoding="utf8")
+    bad.write_text(
+        "#begin document (x); part 0\nx\t0\t0\tHi\t_\t_\t_\t_\t_\t_\t_\t_\t(0\n#end document\n", encoding="utf8"
+    )
     assert bpc.main([str(bad), str(out)]) == 1
     assert "bad.conll" in capsys.readouterr().err
     assert not out.exists()

@@ -6,6 +6,7 @@ A small CNN tok2vec stands in for the transformer so the suite stays fast;
 one test initializes the embedded MiniLM to check the last-four-layers
 features.
 """
+
 import math
 import subprocess
 import sys
@@ -128,7 +129,9 @@ def test_gold_from_full_clusters_and_none_without_annotation():
     ref = Doc(nlp.vocab, words="Alice met Bob . She said he was late .".split())
     ref.spans["coref_clusters_1"] = [ref[0:1], ref[4:5]]
     ref.spans["coref_clusters_2"] = [ref[2:3], ref[6:7]]
-    (spans, pairs), missed = petra_sparse_target(Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref), "coref_clusters")
+    (spans, pairs), missed = petra_sparse_target(
+        Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref), "coref_clusters"
+    )
     assert missed == 0 and spans == [(0, 0), (4, 4), (2, 2), (6, 6)]
     assert sorted(p for p in pairs if p[2] == 1.0) == [(0, 1, 1.0), (2, 3, 1.0)]
     assert len(pairs) == 6
@@ -206,7 +209,7 @@ def test_serialization_round_trip_gives_identical_logs(trained, saved_model):
     from_bytes.add_pipe("memcoref_petra", config=petra_config())
     from_bytes.from_bytes(nlp.to_bytes())
     assert_logs_equal(before, logs_of(from_bytes.pipe(texts)))
-    assert [dict(d.spans) .keys() for d in loaded.pipe(texts)] == [dict(d.spans).keys() for d in nlp.pipe(texts)]
+    assert [dict(d.spans).keys() for d in loaded.pipe(texts)] == [dict(d.spans).keys() for d in nlp.pipe(texts)]
 
 
 def test_memory_log_survives_docbin_and_to_bytes(trained):
@@ -408,7 +411,9 @@ def test_tune_gap_threshold_command(saved_model, gap_docbin, tmp_path):
     probs = doc.user_data["gap_probs"]
     assert [probs["calibration_scale"], probs["calibration_shift"]] == summary["calibration"]
     # --no-calibrate keeps the component's calibration
-    kept = runner.invoke(app, ["tune-gap-threshold", str(saved_model), str(gap_docbin), "-o", str(tmp_path / "kept"), "--no-calibrate"])
+    kept = runner.invoke(
+        app, ["tune-gap-threshold", str(saved_model), str(gap_docbin), "-o", str(tmp_path / "kept"), "--no-calibrate"]
+    )
     assert kept.exit_code == 0, kept.output
     assert srsly.json_loads(kept.output.strip().splitlines()[-1])["calibration"] == [1.0, CLASS_WEIGHT_SHIFT]
     bad = runner.invoke(app, ["tune-gap-threshold", str(saved_model), str(tmp_path / "missing.spacy"), "-o", str(out)])
@@ -447,7 +452,11 @@ def test_choose_alpha_minimizes_wrong_counts():
 
 
 def test_count_people_command(saved_model, tmp_path):
-    rows = [("p1", "Anna met Maria before she left .", 2), ("p2", "Peter told John that his car was ready .", 2), ("p3", "It rained .", 0)]
+    rows = [
+        ("p1", "Anna met Maria before she left .", 2),
+        ("p2", "Peter told John that his car was ready .", 2),
+        ("p3", "It rained .", 0),
+    ]
     ids, texts, golds = zip(*rows)
     tsv = _people_tsv(tmp_path / "people.tsv", [f"{i}\t{text}\t{gold}" for i, text, gold in rows])
     result = runner.invoke(app, ["count-people", str(saved_model), str(tsv), "--alpha", "0.5"])
@@ -457,8 +466,12 @@ def test_count_people_command(saved_model, tmp_path):
     # memory logs of the same pipeline, computed here with numpy
     overwrites = [numpy.asarray(doc._.memory_log["overwrite"]) for doc in spacy.load(saved_model).pipe(texts)]
     counts = [int((o >= 0.5).sum()) for o in overwrites]
-    assert summary == {"alpha": 0.5, "docs": 3, "errors": sum(c != g for c, g in zip(counts, golds)),
-                       "mae": pytest.approx(sum(abs(c - g) for c, g in zip(counts, golds)) / 3)}
+    assert summary == {
+        "alpha": 0.5,
+        "docs": 3,
+        "errors": sum(c != g for c, g in zip(counts, golds)),
+        "mae": pytest.approx(sum(abs(c - g) for c, g in zip(counts, golds)) / 3),
+    }
     for ex_id, gold, count in zip(ids, golds, counts):
         assert f"{ex_id:<20} {gold:5d} {count:5d} {count - gold:+5d}" in result.output
     out = tmp_path / "with_alpha"
@@ -472,7 +485,9 @@ def test_count_people_command(saved_model, tmp_path):
     tied = [a for a, e in zip(PROBABILITY_GRID, errors) if e == min(errors)]
     assert alpha == tied[(len(tied) - 1) // 2]
     stored = runner.invoke(app, ["count-people", str(out), str(tsv)])
-    assert "people_alpha" in stored.output and srsly.json_loads(stored.output.strip().splitlines()[-1])["alpha"] == alpha
+    assert (
+        "people_alpha" in stored.output and srsly.json_loads(stored.output.strip().splitlines()[-1])["alpha"] == alpha
+    )
     bad = _people_tsv(tmp_path / "bad.tsv", ["p1\tAnna met Maria .\t2", "p2\tno count here"])
     failed = runner.invoke(app, ["count-people", str(saved_model), str(bad)])
     assert failed.exit_code == 1
@@ -481,7 +496,9 @@ def test_count_people_command(saved_model, tmp_path):
 
 def test_visualize_command_writes_png_and_html(saved_model, gap_docbin, tmp_path):
     out = tmp_path / "viz"
-    result = runner.invoke(app, ["visualize", str(saved_model), str(gap_docbin), str(out), "--limit", "2", "--wrap", "5"])
+    result = runner.invoke(
+        app, ["visualize", str(saved_model), str(gap_docbin), str(out), "--limit", "2", "--wrap", "5"]
+    )
     assert result.exit_code == 0, result.output
     pngs = sorted(out.glob("*.memory.png"))
     assert len(pngs) == 2
@@ -592,7 +609,9 @@ def test_layer_mix_over_all_embedded_encoder_layers_learns_and_round_trips():
     pipeline predicts the same after a round trip."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref_petra", config={"model": {"encoder_layers": 7, "layer_mix": True, "hidden_size": 32, "mlp_size": 32}})
+    nlp.add_pipe(
+        "memcoref_petra", config={"model": {"encoder_layers": 7, "layer_mix": True, "hidden_size": 32, "mlp_size": 32}}
+    )
     examples = gap_examples(nlp)
     nlp.initialize(lambda: examples)
     head = nlp.get_pipe("memcoref_petra").model.layers[1].shims[0]._model

@@ -10,6 +10,7 @@ fixed-key variants; all to atol 1e-5. Plus: the number of host reads
 (.item(), .tolist(), int(), bool() of a tensor) a forward pass makes does not
 grow with the document length (no sync inside the per-token loop).
 """
+
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import pytest
@@ -55,15 +56,10 @@ class ReferencePeTra(PeTra):
         gold: Optional[Sequence[Optional[SparseGold]]] = None,
     ) -> Tuple[Optional[Tensor], List[MemoryLog]]:
         if gold is not None and len(gold) != len(features):
-            raise ValueError(
-                f"gold has {len(gold)} entries but there are {len(features)} documents"
-            )
+            raise ValueError(f"gold has {len(gold)} entries but there are {len(features)} documents")
         h, lengths = self.encode(features)
         padded, _ = self.run_controller(h, lengths)
-        logs = [
-            {key: padded[key][b, : int(n)] for key in LOG_KEYS}
-            for b, n in enumerate(lengths.tolist())
-        ]
+        logs = [{key: padded[key][b, : int(n)] for key in LOG_KEYS} for b, n in enumerate(lengths.tolist())]
         loss = None
         if gold is not None:
             loss = self.get_loss(logs, gold)

@@ -1,4 +1,5 @@
 """Tests of the pure-torch PeTra model (spacy_memcoref.models.petra.pytorch_petra)."""
+
 import math
 
 import numpy
@@ -66,9 +67,7 @@ def test_controller_hand_worked_three_tokens_two_cells():
         model.entity_mlp[2].bias.zero_()
         # MLP2 on [h; m; h*m; u]: hidden = [relu(h.m), relu(u)],
         # sim = relu(h.m) + u - 0.5
-        model.sim_mlp[0].weight.copy_(
-            torch.tensor([[0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 0, 0, 1]], dtype=torch.float64)
-        )
+        model.sim_mlp[0].weight.copy_(torch.tensor([[0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 0, 0, 1]], dtype=torch.float64))
         model.sim_mlp[0].bias.zero_()
         model.sim_mlp[2].weight.copy_(torch.tensor([[1.0, 1.0]]))
         model.sim_mlp[2].bias.fill_(-0.5)
@@ -446,7 +445,9 @@ def test_cuda_matches_cpu():
     assert span_link_probability(logs_gpu[0], (0, 0), (4, 5)).device.type == "cuda"
     as_numpy = lambda log: {k: v.detach().float().cpu().numpy() for k, v in log.items()}  # noqa: E731
     assert decode_clusters(as_numpy(logs_gpu[1])) == decode_clusters(as_numpy(logs_cpu[1]))
-    assert people_count(logs_gpu[1]["overwrite"].cpu().numpy(), 0.5) == people_count(logs_cpu[1]["overwrite"].numpy(), 0.5)
+    assert people_count(logs_gpu[1]["overwrite"].cpu().numpy(), 0.5) == people_count(
+        logs_cpu[1]["overwrite"].numpy(), 0.5
+    )
     # training (cuDNN's GRU backward needs train mode, which Thinc sets)
     for variant in ({}, {"learned_init": True}, {"fixed_key_size": 4}):
         m = _trained_like_model(**variant).cuda()

@@ -1,6 +1,7 @@
 """The trained models shipped inside the package (spacy_memcoref.load), the
 format they are stored in (spacy_memcoref.pretrained.build / load), and the
 component's honesty about an untrained head."""
+
 import hashlib
 import json
 import shutil
@@ -43,7 +44,10 @@ def trained_like(tmp_path_factory):
 
     config = load_config(
         REPO / "configs" / "s2e.cfg",
-        overrides={"components.memcoref.model.tok2vec.trainable_layers": 2, "components.memcoref.model.tok2vec.bfloat16": False},
+        overrides={
+            "components.memcoref.model.tok2vec.trainable_layers": 2,
+            "components.memcoref.model.tok2vec.bfloat16": False,
+        },
     )
     nlp = pretrained.from_config(config)
     generator = torch.Generator().manual_seed(0)
@@ -59,7 +63,11 @@ def trained_like(tmp_path_factory):
 
 
 def _state(nlp):
-    return {(pipe, node, key): value for pipe, node, module in pretrained.torch_modules(nlp) for key, value in module.state_dict().items()}
+    return {
+        (pipe, node, key): value
+        for pipe, node, module in pretrained.torch_modules(nlp)
+        for key, value in module.state_dict().items()
+    }
 
 
 def test_build_stores_only_what_changed_and_loads_back_exactly(trained_like, tmp_path):
@@ -93,7 +101,9 @@ def test_build_refuses_a_trained_tensor_the_stored_model_would_not_have(trained_
     _, path = trained_like
     # the scorer's setting still goes to 0, but its module is no longer named training-only
     monkeypatch.setattr(pretrained, "TRAINING_ONLY_MODULES", {"all_mentions_loss_weight": "not_the_scorer"})
-    with pytest.raises(ValueError, match=r"memcoref/s2e_head/all_mentions_scorer\.\S+ is in the trained pipeline but not"):
+    with pytest.raises(
+        ValueError, match=r"memcoref/s2e_head/all_mentions_scorer\.\S+ is in the trained pipeline but not"
+    ):
         pretrained.build(path, tmp_path / "shipped", name="test-model")
     assert not (tmp_path / "shipped" / pretrained.WEIGHTS_FILE).exists()
 
@@ -139,7 +149,10 @@ def test_weights_that_pass_their_checksum_but_are_no_safetensors_name_the_file(t
     weights.write_bytes(b"\x00 these bytes are no safetensors file \xff" * 100)
     meta = json.loads((source / pretrained.META_FILE).read_text(encoding="utf8"))
     # the checksum as the loader checks it: SHA-256 of the bytes, in meta.json's "files"
-    meta["files"][pretrained.WEIGHTS_FILE] = {"sha256": hashlib.sha256(weights.read_bytes()).hexdigest(), "bytes": weights.stat().st_size}
+    meta["files"][pretrained.WEIGHTS_FILE] = {
+        "sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+        "bytes": weights.stat().st_size,
+    }
     (folder / pretrained.META_FILE).write_text(json.dumps(meta), encoding="utf8")
     for load in (pretrained.load, spacy_memcoref.load):
         with pytest.raises(pretrained.PretrainedError) as info:
@@ -320,7 +333,10 @@ def test_raw_text_scores_what_gold_sentences_promise(s2e_shipped, shared_data):
     from spacy_memcoref.corpora.conll import read_conll_docs
 
     gold = list(read_conll_docs(shared_data / "ontogum" / "dev", s2e_shipped.vocab))
-    with_sents = [Example(Doc(s2e_shipped.vocab, words=[t.text for t in d], sent_starts=[t.is_sent_start for t in d]), d) for d in gold]
+    with_sents = [
+        Example(Doc(s2e_shipped.vocab, words=[t.text for t in d], sent_starts=[t.is_sent_start for t in d]), d)
+        for d in gold
+    ]
     raw = [Example(Doc(s2e_shipped.vocab, words=[t.text for t in d]), d) for d in gold]
     scored_gold = s2e_shipped.evaluate(with_sents)["coref_conll_f"]
     scored_raw = s2e_shipped.evaluate(raw)["coref_conll_f"]

@@ -7,6 +7,7 @@ exist, that the demo is `all` run on the demo's variables, and that the demo
 data converts. The slow test packages a tiny trained pipeline, installs the wheel
 into a fresh virtual environment and loads it there by name.
 """
+
 import copy
 import hashlib
 import json
@@ -150,7 +151,9 @@ def check_script_line(line: str, where: str) -> None:
         group = _click_command(app)
         assert tokens[3] in group.commands, f"{where}: `spacy {tokens[3]}` is not a command"
         if tokens[3] == "project":  # the demo: a workflow of this project, on other variables
-            assert tokens[4:7] == ["run", tokens[5], "."] and tokens[5] in raw_project()["workflows"], f"{where}: {line}"
+            assert tokens[4:7] == ["run", tokens[5], "."] and tokens[5] in raw_project()["workflows"], (
+                f"{where}: {line}"
+            )
             assert all(t.startswith("--vars.") for t in tokens[7::2]), f"{where}: only --vars.* overrides: {line}"
             return
         cmd = group.commands[tokens[3]]
@@ -230,19 +233,20 @@ def test_deps_exist_or_come_from_earlier_steps_or_assets(workflow):
         cmd = cmds[step]
         joined = " ".join(cmd["script"])
         for dep in cmd.get("deps", []):
-            assert (
-                _produced_by_earlier(dep, produced) or _norm(dep) in assets or (REPO / dep).exists()
-            ), f"{step}: dependency {dep} is no asset, no earlier output and not in the repository"
+            assert _produced_by_earlier(dep, produced) or _norm(dep) in assets or (REPO / dep).exists(), (
+                f"{step}: dependency {dep} is no asset, no earlier output and not in the repository"
+            )
             assert _norm(dep) in joined, f"{step}: dependency {dep} is not used by its script"
         for out in cmd.get("outputs", []):
             assert out.split("/")[0] in OUTPUT_ROOTS, f"{step}: output {out} outside {OUTPUT_ROOTS}"
             # written by the script: the path, or a folder it is in (spacy train --output, spacy package)
             assert any(
-                _norm(out) == tok or _norm(out).startswith(tok.rstrip("/") + "/")
-                for tok in shlex.split(joined)
+                _norm(out) == tok or _norm(out).startswith(tok.rstrip("/") + "/") for tok in shlex.split(joined)
             ), f"{step}: output {out} is not written by its script"
             produced.add(_norm(out))
-        assert cmd.get("outputs") or step.endswith("check-data"), f"{step} declares no outputs: it would rerun every time"
+        assert cmd.get("outputs") or step.endswith("check-data"), (
+            f"{step} declares no outputs: it would rerun every time"
+        )
 
 
 def test_demo_outputs_never_touch_the_real_ones():
@@ -285,13 +289,33 @@ def test_the_demo_runs_all_on_the_demo_variables(corpus):
         assert f"--vars.{name} ${{vars.{name}}} " in line, name
     assert overrides["vars.corpus"] == corpus
     # the demo's own values: the embedded MiniLM, few steps, its own package names
-    assert {k: overrides[f"vars.{k}"] for k in (
-        "encoder", "s2e_max_steps", "s2e_eval_frequency", "petra_max_steps", "petra_eval_frequency", "num_cells",
-        "visualize_limit", "s2e_package", "petra_package", "package_build", "output_suffix",
-    )} == {
-        "encoder": None, "s2e_max_steps": 8, "s2e_eval_frequency": 4, "petra_max_steps": 20, "petra_eval_frequency": 10,
-        "num_cells": 4, "visualize_limit": 2, "s2e_package": f"memcoref_s2e_{corpus}_demo", "petra_package": "memcoref_petra_demo",
-        "package_build": "sdist", "output_suffix": "/demo",
+    assert {
+        k: overrides[f"vars.{k}"]
+        for k in (
+            "encoder",
+            "s2e_max_steps",
+            "s2e_eval_frequency",
+            "petra_max_steps",
+            "petra_eval_frequency",
+            "num_cells",
+            "visualize_limit",
+            "s2e_package",
+            "petra_package",
+            "package_build",
+            "output_suffix",
+        )
+    } == {
+        "encoder": None,
+        "s2e_max_steps": 8,
+        "s2e_eval_frequency": 4,
+        "petra_max_steps": 20,
+        "petra_eval_frequency": 10,
+        "num_cells": 4,
+        "visualize_limit": 2,
+        "s2e_package": f"memcoref_s2e_{corpus}_demo",
+        "petra_package": "memcoref_petra_demo",
+        "package_build": "sdist",
+        "output_suffix": "/demo",
     }
     # every input is the demo's (offline: no asset to fetch) and no output is a real one
     config = load_project(overrides)
@@ -319,7 +343,10 @@ def test_var_defaults_are_the_configs_own_values():
     for path in sorted((REPO / "configs").glob("*.cfg")):
         config = load_config(path, interpolate=False)
         # a max_steps override moves the end of the schedule too (the lines pass both)
-        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (config["training"]["max_steps"], "${training.max_steps}"), path
+        assert config["training"]["optimizer"]["learn_rate"]["total_steps"] in (
+            config["training"]["max_steps"],
+            "${training.max_steps}",
+        ), path
     for step in ("train-s2e", "train-petra"):
         (command,) = [c for c in raw_project()["commands"] if c["name"] == step]
         assert command["script"][0].startswith("python scripts/train.py ")
@@ -338,7 +365,8 @@ def test_assets_are_public_and_pinned():
     assert [Path(a["dest"]).name for a in gap] == ["gap-development.tsv", "gap-validation.tsv", "gap-test.tsv"]
     for asset in gap:
         assert asset["url"] == (
-            "https://raw.githubusercontent.com/google-research-datasets/gap-coreference/master/" + Path(asset["dest"]).name
+            "https://raw.githubusercontent.com/google-research-datasets/gap-coreference/master/"
+            + Path(asset["dest"]).name
         )
         assert re.fullmatch(r"[0-9a-f]{32}", asset["checksum"])
     # OntoGUM: GUM's coref/ontogum and splits.md at the release tag, where the variables point
@@ -356,7 +384,11 @@ def test_assets_are_public_and_pinned():
     assert litbank["dest"] == config["vars"]["litbank"]
     # OntoNotes: provided by the user, only fetched with --extra (no download exists)
     provided = [a for a in assets if "url" not in a and "git" not in a]
-    assert [_norm(a["dest"]) for a in provided] == ["assets/ontonotes/train", "assets/ontonotes/dev", "assets/ontonotes/test"]
+    assert [_norm(a["dest"]) for a in provided] == [
+        "assets/ontonotes/train",
+        "assets/ontonotes/dev",
+        "assets/ontonotes/test",
+    ]
     assert all(a.get("extra") for a in provided)
     assert config["vars"]["corpus"] == "ontogum"  # the public route is the default
 
@@ -427,18 +459,23 @@ def _conll_file(path: Path, name: str = "doc") -> Path:
 def test_check_data_accepts_the_demo_data():
     proc = run_script(
         SCRIPTS / "check_data.py",
-        "--conll", "assets/demo/conll/train", "assets/demo/conll/dev", "assets/demo/conll/test",
-        "--gap", "assets/demo/gap/gap-development.tsv", "assets/demo/gap/gap-validation.tsv", "assets/demo/gap/gap-test.tsv",
-        "--people", "assets/demo/people_count.tsv",
+        "--conll",
+        "assets/demo/conll/train",
+        "assets/demo/conll/dev",
+        "assets/demo/conll/test",
+        "--gap",
+        "assets/demo/gap/gap-development.tsv",
+        "assets/demo/gap/gap-validation.tsv",
+        "assets/demo/gap/gap-test.tsv",
+        "--people",
+        "assets/demo/people_count.tsv",
     )
     assert proc.returncode == 0, proc.stderr
     assert "data ok" in proc.stdout
 
 
 def test_check_data_explains_missing_ontonotes(tmp_path):
-    proc = run_script(
-        SCRIPTS / "check_data.py", "--conll", tmp_path / "train", tmp_path / "dev", tmp_path / "test"
-    )
+    proc = run_script(SCRIPTS / "check_data.py", "--conll", tmp_path / "train", tmp_path / "dev", tmp_path / "test")
     assert proc.returncode == 1
     assert f"{tmp_path / 'train'} does not exist" in proc.stderr
     assert "skeleton2conll" in proc.stderr and "LDC2013T19" in proc.stderr
@@ -469,8 +506,13 @@ def test_check_data_refuses_auto_and_foreign_files_and_notes_test_is_dev(tmp_pat
 def test_check_data_missing_gap_and_wheel_tool(tmp_path):
     missing = tmp_path / "gap-test.tsv"
     proc = run_script(
-        SCRIPTS / "check_data.py", "--gap", "assets/demo/gap/gap-development.tsv",
-        "assets/demo/gap/gap-validation.tsv", missing, "--package-build", "sdist",
+        SCRIPTS / "check_data.py",
+        "--gap",
+        "assets/demo/gap/gap-development.tsv",
+        "assets/demo/gap/gap-validation.tsv",
+        missing,
+        "--package-build",
+        "sdist",
     )
     assert proc.returncode == 1
     assert f"GAP test {missing} does not exist" in proc.stderr and "spacy project assets" in proc.stderr
@@ -501,10 +543,16 @@ def test_report_merges_results(tmp_path):
     (tmp_path / "s2e").mkdir()
     (tmp_path / "petra").mkdir()
     (tmp_path / "s2e" / "ontonotes_test.json").write_text(json.dumps({"coref_conll_f": 0.5, "coref_muc_f": 0.25}))
-    (tmp_path / "petra" / "people_count.json").write_text(json.dumps({"alpha": 0.4, "errors": 2, "docs": 4, "mae": 0.5}))
+    (tmp_path / "petra" / "people_count.json").write_text(
+        json.dumps({"alpha": 0.4, "errors": 2, "docs": 4, "mae": 0.5})
+    )
     out = tmp_path / "report.json"
     proc = run_script(
-        SCRIPTS / "report.py", out, tmp_path / "report.md", tmp_path / "s2e" / "ontonotes_test.json", tmp_path / "petra" / "people_count.json"
+        SCRIPTS / "report.py",
+        out,
+        tmp_path / "report.md",
+        tmp_path / "s2e" / "ontonotes_test.json",
+        tmp_path / "petra" / "people_count.json",
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
@@ -523,7 +571,9 @@ def test_report_names_the_corpus(tmp_path):
     (tmp_path / "s2e").mkdir()
     (tmp_path / "s2e" / "ontogum_test.json").write_text(json.dumps({"coref_conll_f": 0.5}))
     out = tmp_path / "report.json"
-    proc = run_script(SCRIPTS / "report.py", "--corpus", manifest, out, tmp_path / "report.md", tmp_path / "s2e" / "ontogum_test.json")
+    proc = run_script(
+        SCRIPTS / "report.py", "--corpus", manifest, out, tmp_path / "report.md", tmp_path / "s2e" / "ontogum_test.json"
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["data"]["s2e"]["corpus"] == "ontogum" and report["data"]["s2e"]["test_is_dev"] is True
@@ -577,7 +627,16 @@ def test_both_corpora_convert_the_same_demo_documents(tmp_path):
 
 def test_manifest_digest_follows_the_data(tmp_path):
     shutil.copytree(REPO / "assets/demo/ontogum", tmp_path / "og")
-    args = ["--corpus", "ontogum", "--ontogum", tmp_path / "og", tmp_path / "og" / "splits.md", "test", "--manifest", tmp_path / "m.json"]
+    args = [
+        "--corpus",
+        "ontogum",
+        "--ontogum",
+        tmp_path / "og",
+        tmp_path / "og" / "splits.md",
+        "test",
+        "--manifest",
+        tmp_path / "m.json",
+    ]
     assert run_script(SCRIPTS / "check_data.py", *args).returncode == 0
     first = json.loads((tmp_path / "m.json").read_text())["digest"]
     assert run_script(SCRIPTS / "check_data.py", *args).returncode == 0
@@ -590,8 +649,15 @@ def test_manifest_digest_follows_the_data(tmp_path):
 
 def test_check_data_explains_missing_ontogum_and_a_copy_without_test(tmp_path):
     proc = run_script(
-        SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", tmp_path / "og", tmp_path / "splits.md", "test",
-        "--manifest", tmp_path / "m.json",
+        SCRIPTS / "check_data.py",
+        "--corpus",
+        "ontogum",
+        "--ontogum",
+        tmp_path / "og",
+        tmp_path / "splits.md",
+        "test",
+        "--manifest",
+        tmp_path / "m.json",
     )
     assert proc.returncode == 1 and not (tmp_path / "m.json").exists()
     assert f"{tmp_path / 'og' / 'conll'}" in proc.stderr and "does not exist" in proc.stderr
@@ -612,7 +678,9 @@ def test_check_data_explains_missing_ontogum_and_a_copy_without_test(tmp_path):
 
 
 def test_check_data_on_ontonotes_names_the_public_route(tmp_path):
-    proc = run_script(SCRIPTS / "check_data.py", "--corpus", "ontonotes", "--conll", tmp_path / "a", tmp_path / "b", tmp_path / "c")
+    proc = run_script(
+        SCRIPTS / "check_data.py", "--corpus", "ontonotes", "--conll", tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    )
     assert proc.returncode == 1
     assert "--vars.corpus ontogum" in proc.stderr and "LDC2013T19" in proc.stderr
 
@@ -620,9 +688,16 @@ def test_check_data_on_ontonotes_names_the_public_route(tmp_path):
 def test_package_meta_names_the_training_data(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
-    (model / "meta.json").write_text(json.dumps({"lang": "en", "name": "pipeline", "version": "0.0.0", "pipeline": ["memcoref"]}))
+    (model / "meta.json").write_text(
+        json.dumps({"lang": "en", "name": "pipeline", "version": "0.0.0", "pipeline": ["memcoref"]})
+    )
     manifest = tmp_path / "sources.json"
-    assert run_script(SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", *DEMO_ONTOGUM, "--manifest", manifest).returncode == 0
+    assert (
+        run_script(
+            SCRIPTS / "check_data.py", "--corpus", "ontogum", "--ontogum", *DEMO_ONTOGUM, "--manifest", manifest
+        ).returncode
+        == 0
+    )
     out = tmp_path / "pkg" / "pipeline"
     proc = run_script(SCRIPTS / "package_meta.py", model, out, "--manifest", manifest, "--gap")
     assert proc.returncode == 0, proc.stderr
@@ -687,7 +762,10 @@ def test_demo_gap_converts_without_expansions(tmp_path, split, n_rows):
     stats = gap_to_docbin(REPO / "assets" / "demo" / "gap" / f"gap-{split}.tsv", tmp_path / "gap.spacy")
     assert stats["docs"] == n_rows
     assert stats["expansions"] == 0
-    pronouns = [line.split("\t")[2] for line in (REPO / "assets" / "demo" / "gap" / f"gap-{split}.tsv").read_text().splitlines()[1:]]
+    pronouns = [
+        line.split("\t")[2]
+        for line in (REPO / "assets" / "demo" / "gap" / f"gap-{split}.tsv").read_text().splitlines()[1:]
+    ]
     assert {p.lower() for p in pronouns} & {"she", "her"} and {p.lower() for p in pronouns} & {"he", "him", "his"}
 
 
@@ -809,7 +887,10 @@ def test_check_data_steps_check_their_own_workflow():
     assert "--package-build wheel --workflow all " in cmds["check-data"]["script"][0]
     # the demo runs `all`: its check-data checks the steps of `all`, with the demo's package_build
     demo = commands(load_project(demo_overrides()))
-    assert "--package-build sdist --workflow all --manifest corpus/demo/ontogum/sources.json" in demo["check-data"]["script"][0]
+    assert (
+        "--package-build sdist --workflow all --manifest corpus/demo/ontogum/sources.json"
+        in demo["check-data"]["script"][0]
+    )
     assert cmds["visualize"]["script"][0].startswith("python -m spacy_memcoref visualize ")
 
 
@@ -838,9 +919,15 @@ def _trained_folder(path: Path, encoder: str = "null") -> Path:
 @pytest.mark.parametrize(
     "corpus,expected",
     [
-        ("ontogum", ["OntoGUM (GUM V11.1.0", "annotations CC-BY-4.0", "CC-BY-NC-SA-4.0", "GUM's LICENSE.txt", "reddit"]),
+        (
+            "ontogum",
+            ["OntoGUM (GUM V11.1.0", "annotations CC-BY-4.0", "CC-BY-NC-SA-4.0", "GUM's LICENSE.txt", "reddit"],
+        ),
         ("ontonotes", ["OntoNotes 5.0", "LDC2013T19", "LDC User Agreement"]),
-        ("gap", ["GAP Coreference Dataset", "Apache License 2.0", "github.com/google-research-datasets/gap-coreference"]),
+        (
+            "gap",
+            ["GAP Coreference Dataset", "Apache License 2.0", "github.com/google-research-datasets/gap-coreference"],
+        ),
     ],
 )
 def test_package_meta_writes_the_licenses_of_each_corpus(tmp_path, corpus, expected):
@@ -884,7 +971,12 @@ def test_package_meta_writes_the_licenses_of_each_corpus(tmp_path, corpus, expec
 
 @pytest.mark.parametrize(
     "encoder,license",
-    [('"roberta-base"', "MIT"), ('"sentence-transformers/all-mpnet-base-v2"', "Apache-2.0"), ("LOCAL", "cc-by-4.0"), ('"someone/private-encoder"', "unknown")],
+    [
+        ('"roberta-base"', "MIT"),
+        ('"sentence-transformers/all-mpnet-base-v2"', "Apache-2.0"),
+        ("LOCAL", "cc-by-4.0"),
+        ('"someone/private-encoder"', "unknown"),
+    ],
 )
 def test_package_meta_names_the_encoder_and_its_license(tmp_path, encoder, license):
     if encoder == "LOCAL":
@@ -920,9 +1012,23 @@ def test_spacy_package_ships_the_license_files(tmp_path, build):
     packages = tmp_path / "packages"
     packages.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "spacy", "package", str(tmp_path / "pipeline"), str(packages), "--name", "licensetest",
-         "--version", "0.0.1", "--build", build],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "spacy",
+            "package",
+            str(tmp_path / "pipeline"),
+            str(packages),
+            "--name",
+            "licensetest",
+            "--version",
+            "0.0.1",
+            "--build",
+            build,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "no files found matching" not in proc.stdout + proc.stderr
@@ -973,7 +1079,9 @@ def _trained_config(args: List[str]):
         except ValueError:
             return text  # as spaCy's CLI reads an override: JSON, or else a string
 
-    overrides = {args[i][2:]: value(args[i + 1]) for i in range(1, len(args) - 1) if args[i].startswith("--") and "." in args[i]}
+    overrides = {
+        args[i][2:]: value(args[i + 1]) for i in range(1, len(args) - 1) if args[i].startswith("--") and "." in args[i]
+    }
     overrides = {k: v for k, v in overrides.items() if not k.startswith("paths.")}
     return load_config(REPO / args[0], overrides=overrides, interpolate=True)
 
@@ -1007,14 +1115,27 @@ def test_train_steps_keep_each_presets_own_settings(s2e_config, petra_config, s2
         assert trained["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
         assert trained["training"]["eval_frequency"] == own["training"]["eval_frequency"]
     # set: the variable overrides the preset, the schedule's end with it
-    cmds = commands(load_project({**base, "vars.encoder": "roberta-base", "vars.s2e_max_steps": 40, "vars.s2e_eval_frequency": 20,
-                                  "vars.petra_max_steps": 30, "vars.petra_eval_frequency": 10, "vars.num_cells": 3}))
+    cmds = commands(
+        load_project(
+            {
+                **base,
+                "vars.encoder": "roberta-base",
+                "vars.s2e_max_steps": 40,
+                "vars.s2e_eval_frequency": 20,
+                "vars.petra_max_steps": 30,
+                "vars.petra_eval_frequency": 10,
+                "vars.num_cells": 3,
+            }
+        )
+    )
     for step, steps, every in (("train-s2e", 40, 20), ("train-petra", 30, 10)):
         args = _train_argv(cmds[step]["script"][0])
         for key, value in zip(STEP_KEYS, (steps, steps, every)):
             assert args[args.index(key) + 1] == str(value), key
         trained = _trained_config(args)
-        assert trained["training"]["max_steps"] == trained["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
+        assert (
+            trained["training"]["max_steps"] == trained["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
+        )
         assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == ["roberta-base"]
     args = _train_argv(cmds["train-petra"]["script"][0])
     assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == "3"
@@ -1029,13 +1150,17 @@ def test_demo_train_steps_pass_their_few_steps():
         assert isinstance(steps, int) and steps < 100
         for key, value in zip(STEP_KEYS, (steps, steps, every)):
             assert args[args.index(key) + 1] == str(value), (step, key)
-        assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == ["null"]  # the embedded MiniLM
+        assert [args[i + 1] for i, a in enumerate(args) if a.endswith(".tok2vec.name")] == [
+            "null"
+        ]  # the embedded MiniLM
     args = _train_argv(cmds["train-petra"]["script"][0])
     assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == str(variables["vars.num_cells"])
 
 
 def test_train_wrapper_runs_spacy_train(tmp_path):
-    proc = run_script(SCRIPTS / "train.py", tmp_path / "missing.cfg", "--training.max_steps", "config", "--gpu-id", "-1")
+    proc = run_script(
+        SCRIPTS / "train.py", tmp_path / "missing.cfg", "--training.max_steps", "config", "--gpu-id", "-1"
+    )
     assert proc.returncode != 0
     command = shlex.split(proc.stdout.strip().splitlines()[0])
     assert command[1:] == ["-m", "spacy_memcoref", "train", str(tmp_path / "missing.cfg"), "--gpu-id", "-1"]
@@ -1062,7 +1187,9 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")  # a caller's own value wins
     assert train.main(["configs/s2e.cfg", "--gpu-id", "-1"]) == 0
     assert [env["THP_MEM_ALLOC_ENABLE"] for _, env in runs] == ["1", "0"]
-    assert all(env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy_memcoref", "train"] for cmd, env in runs)
+    assert all(
+        env["MEMCOREF_TEST_MARK"] == "kept" and cmd[1:4] == ["-m", "spacy_memcoref", "train"] for cmd, env in runs
+    )
 
 
 @pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap"])
@@ -1125,7 +1252,11 @@ def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(trained_s2e, tmp
     nlp = spacy.load(trained_s2e.path)
     texts = [text for text, _ in TRAIN]
     expected = [
-        sorted(sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters_"))
+        sorted(
+            sorted([s.start, s.end] for s in group)
+            for key, group in doc.spans.items()
+            if key.startswith("coref_clusters_")
+        )
         for doc in nlp.pipe(texts)
     ]
     assert any(expected), "the tiny pipeline predicts no clusters at all"
@@ -1138,14 +1269,33 @@ def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(trained_s2e, tmp
     torch_version = torch.__version__.split("+")[0]
     # CPU torch first (as .ci/run): a bare requirement may pull a CUDA build
     _run([python, "-m", "pip", "install", "-q", f"torch=={torch_version}"], tmp_path, "pip install torch", timings)
-    _run([python, "-m", "pip", "install", "-q", "build", "-e", str(REPO)], tmp_path, "pip install -e repo + build", timings)
+    _run(
+        [python, "-m", "pip", "install", "-q", "build", "-e", str(REPO)],
+        tmp_path,
+        "pip install -e repo + build",
+        timings,
+    )
 
     packages = tmp_path / "packages"
     packages.mkdir()
     _run(
-        [python, "-m", "spacy", "package", str(pipeline_dir), str(packages), "--name", SHIP_NAME,
-         "--version", "0.0.1", "--build", "wheel"],
-        tmp_path, "spacy package --build wheel", timings,
+        [
+            python,
+            "-m",
+            "spacy",
+            "package",
+            str(pipeline_dir),
+            str(packages),
+            "--name",
+            SHIP_NAME,
+            "--version",
+            "0.0.1",
+            "--build",
+            "wheel",
+        ],
+        tmp_path,
+        "spacy package --build wheel",
+        timings,
     )
     package_dir = packages / f"en_{SHIP_NAME}-0.0.1"
     meta = json.loads((package_dir / "meta.json").read_text())
@@ -1174,4 +1324,6 @@ def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(trained_s2e, tmp
     assert result["pipe_names"] == ["memcoref"]
     assert str(venv) in result["file"]  # loaded from the fresh venv's site-packages
     assert result["clusters"] == expected
-    print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()) + f"; total {sum(timings.values()):.0f}")
+    print(
+        "timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()) + f"; total {sum(timings.values()):.0f}"
+    )

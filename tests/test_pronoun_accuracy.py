@@ -2,6 +2,7 @@
 and the everyday-text set (tests/data/everyday): its CoNLL file is the one
 its source builds, and the shipped offline model keeps its measured level
 with no rule broken."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,9 @@ def test_pronoun_accuracy_counts_by_hand():
 
 
 def test_the_everyday_conll_file_is_built_from_its_source():
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "everyday" / "build.py"), "--check"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "everyday" / "build.py"), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 

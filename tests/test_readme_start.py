@@ -21,6 +21,7 @@ without running itself: what is checked is that the README's second command
 is exactly `bash .ci/run`, and that `.ci/run` is tracked, is valid bash,
 works from any clone (it changes to its repository), makes a fresh virtual
 environment and ends with the README's test command. CI runs it."""
+
 import os
 import re
 import shutil
@@ -156,7 +157,9 @@ def _fresh_environment(env_dir: Path, view: Path) -> Path:
     python = env_dir / "bin" / "python"
     env_site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     (Path(env_site) / "_this_environment.pth").write_text(f"{view}\n", encoding="utf8")
     pip = env_dir / "bin" / "pip"
@@ -169,7 +172,11 @@ def _environment(env_dir: Path, *, offline_model: bool, hf_home: Path) -> Dict[s
     """The variables the commands run with: the fresh environment active
     (first on PATH, this one's bin off it), pip without an index or build
     isolation, the Hub offline."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER", "PIP_TARGET", "PIP_PREFIX")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER", "PIP_TARGET", "PIP_PREFIX")
+    }
     ours = {str(Path(sys.prefix) / "bin"), str(Path(os.environ.get("VIRTUAL_ENV", sys.prefix)) / "bin")}
     path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p not in ours]
     env.update(
@@ -191,9 +198,13 @@ def _run(command: str, cwd: Path, env: Dict[str, str]) -> subprocess.CompletedPr
 
 
 def _check_output(result: subprocess.CompletedProcess, shown: List[str], what: str) -> None:
-    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"{what} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     printed = result.stdout.rstrip("\n").split("\n")
-    assert printed[-len(shown):] == shown, f"{what} printed (last lines) {printed[-len(shown):]}, the README shows {shown}"
+    assert printed[-len(shown) :] == shown, (
+        f"{what} printed (last lines) {printed[-len(shown) :]}, the README shows {shown}"
+    )
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
 
 
@@ -210,20 +221,30 @@ def test_the_readmes_first_command_runs_as_written_in_a_clean_copy(tmp_path):
         command = "\n".join(line + f" --model {OFFLINE_MODEL}" if RESOLVE.search(line) else line for line in lines)
     env = _environment(env_dir, offline_model=not as_written, hf_home=tmp_path / "hf-empty")
     result = _run(command, repo, env)
-    _check_output(result, shown, "the README's first command" + ("" if as_written else f" with --model {OFFLINE_MODEL}"))
+    _check_output(
+        result, shown, "the README's first command" + ("" if as_written else f" with --model {OFFLINE_MODEL}")
+    )
     # what ran is the copy's package, installed in the fresh environment (package data included), not an editable link
     assert (env_dir / "bin" / "memcoref").is_file()
     installed = env_site / "spacy_memcoref"
     assert (installed / "pretrained_models" / OFFLINE_MODEL / "weights.safetensors").is_file()
     where = subprocess.run(
         [str(env_dir / "bin" / "python"), "-c", "import spacy_memcoref; print(spacy_memcoref.__file__)"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert Path(where).parent == installed, where
     if as_written:
         # and the offline model the README names needs nothing downloaded: no encoder to find, an empty cache
         resolve_line = next(line for line in lines if RESOLVE.search(line)).split("&&")[-1].strip()
-        offline = _run(f"{resolve_line} --model {OFFLINE_MODEL}", repo, _environment(env_dir, offline_model=True, hf_home=tmp_path / "hf-empty"))
+        offline = _run(
+            f"{resolve_line} --model {OFFLINE_MODEL}",
+            repo,
+            _environment(env_dir, offline_model=True, hf_home=tmp_path / "hf-empty"),
+        )
         _check_output(offline, shown, f"`{resolve_line} --model {OFFLINE_MODEL}`")
     else:
         pytest.skip(

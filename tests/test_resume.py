@@ -3,6 +3,7 @@ updates exactly as `spacy train` does; a run stopped at step k and resumed
 ends with the uninterrupted run's weights, bit for bit; a damaged or
 half-written checkpoint is passed over; a checkpoint of another config is
 refused; SIGTERM leaves a resumable run."""
+
 import json
 import os
 import signal
@@ -41,8 +42,16 @@ def _write_config(folder: Path, *, max_steps: int = MAX_STEPS, checkpoint_every:
     config["training"]["eval_frequency"] = 5
     config["training"]["dropout"] = 0.1
     config["training"]["optimizer"]["learn_rate"] = 0.003
-    config["training"]["before_update"] = {"@callbacks": "spacy_memcoref.before_update.v1", "checkpoint_every": checkpoint_every}
-    config["training"]["batcher"] = {"@batchers": "spacy.batch_by_words.v1", "size": 12, "tolerance": 0.2, "discard_oversize": False}
+    config["training"]["before_update"] = {
+        "@callbacks": "spacy_memcoref.before_update.v1",
+        "checkpoint_every": checkpoint_every,
+    }
+    config["training"]["batcher"] = {
+        "@batchers": "spacy.batch_by_words.v1",
+        "size": 12,
+        "tolerance": 0.2,
+        "discard_oversize": False,
+    }
     path = folder / "train.cfg"
     config.to_disk(path)
     return path
@@ -175,7 +184,12 @@ def _memcoref_train(*args, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "spacy_memcoref", "train", *map(str, args)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
     )
 
 

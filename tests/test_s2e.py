@@ -3,6 +3,7 @@
 A small CNN tok2vec stands in for the transformer so the suite stays fast;
 the transformer path is exercised by the training smoke test and benchmarks.
 """
+
 import math
 import subprocess
 import sys
@@ -29,7 +30,9 @@ from conftest import assert_disk_round_trip, make_examples, s2e_config, s2e_head
 
 def _small_head(hidden=2, max_width=2, top_lambda=1.0):
     torch.manual_seed(0)
-    head = S2EHead(**s2e_head_args(hidden_size=hidden, dropout=0.0, max_width=max_width, top_lambda=top_lambda, use_speakers=False))
+    head = S2EHead(
+        **s2e_head_args(hidden_size=hidden, dropout=0.0, max_width=max_width, top_lambda=top_lambda, use_speakers=False)
+    )
     head(([S2EDocument(torch.zeros(3, 2))]), None)  # materialize the lazy layers
     with torch.no_grad():
         for p in head.parameters():
@@ -149,8 +152,14 @@ def test_clusters_from_links():
     assert clusters_from_links(starts, ends, [-1, 0, 0, 0]) == [[(0, 0), (2, 3), (4, 4), (6, 6)]]
     # two interleaved chains stay apart: each mention joins the cluster of its one antecedent
     starts6, ends6 = [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]
-    assert clusters_from_links(starts6, ends6, [-1, -1, 0, 1, 2, 4]) == [[(0, 0), (2, 2), (4, 4), (5, 5)], [(1, 1), (3, 3)]]
-    assert clusters_from_links(starts6, ends6, [-1, -1, 0, 1, 3, 2]) == [[(0, 0), (2, 2), (5, 5)], [(1, 1), (3, 3), (4, 4)]]
+    assert clusters_from_links(starts6, ends6, [-1, -1, 0, 1, 2, 4]) == [
+        [(0, 0), (2, 2), (4, 4), (5, 5)],
+        [(1, 1), (3, 3)],
+    ]
+    assert clusters_from_links(starts6, ends6, [-1, -1, 0, 1, 3, 2]) == [
+        [(0, 0), (2, 2), (5, 5)],
+        [(1, 1), (3, 3), (4, 4)],
+    ]
     # clusters come in the order of their first mention, mentions sorted within
     assert clusters_from_links([5, 0, 7, 2], [5, 0, 7, 2], [-1, -1, 0, 1]) == [[(0, 0), (2, 2)], [(5, 5), (7, 7)]]
 
@@ -357,7 +366,9 @@ def test_frozen_encoder_trains_the_head_only():
     model = nlp.get_pipe("memcoref").model
     tok2vec = model.layers[0]
     assert tok2vec.name == "frozen_encoder"
-    encoder_before = [node.get_param(n).copy() for node in tok2vec.walk() for n in node.param_names if node.has_param(n)]
+    encoder_before = [
+        node.get_param(n).copy() for node in tok2vec.walk() for n in node.param_names if node.has_param(n)
+    ]
     head = model.layers[1].shims[0]._model
     head_before = {k: v.detach().clone() for k, v in head.state_dict().items()}
     optimizer = Adam(0.003)

@@ -7,6 +7,7 @@ GUM's layer it learns their cluster mentions, with a warning; the gold is
 aligned by characters when the tokens differ; on the shared OntoGUM train
 files the gold carries every GUM mention.
 """
+
 import itertools
 
 import pytest
@@ -28,8 +29,19 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 # "late" and "profits" are singletons (in no cluster)
 GUM_MENTIONS = [
     [(0, 0, "person", "new"), (2, 2, "person", "new"), (4, 4, "person", "giv:act"), (6, 6, "person", "giv:act")],
-    [(0, 1, "organization", "new"), (3, 3, "organization", "giv:act"), (3, 4, "abstract", "new"), (7, 7, "organization", "giv:act")],
-    [(0, 0, "person", "new"), (2, 2, "person", "new"), (6, 6, "person", "giv:act"), (8, 8, "person", "giv:act"), (11, 11, "person", "giv:act")],
+    [
+        (0, 1, "organization", "new"),
+        (3, 3, "organization", "giv:act"),
+        (3, 4, "abstract", "new"),
+        (7, 7, "organization", "giv:act"),
+    ],
+    [
+        (0, 0, "person", "new"),
+        (2, 2, "person", "new"),
+        (6, 6, "person", "giv:act"),
+        (8, 8, "person", "giv:act"),
+        (11, 11, "person", "giv:act"),
+    ],
 ]
 
 
@@ -96,9 +108,15 @@ def _all_mentions_bce(head: S2EHead, doc: S2EDocument, gold: MentionGold) -> tor
     scores, targets = [], []
     for s in range(n):
         for e in range(s, min(n, s + 4)):
-            scores.append(scorer["start"](m_start[s])[0] + scorer["end"](m_end[e])[0] + (scorer["bilinear"](m_start[s]) * m_end[e]).sum())
+            scores.append(
+                scorer["start"](m_start[s])[0]
+                + scorer["end"](m_end[e])[0]
+                + (scorer["bilinear"](m_start[s]) * m_end[e]).sum()
+            )
             targets.append(float((s, e) in gold.mentions))
-    bce = torch.nn.functional.binary_cross_entropy_with_logits(torch.stack(scores), torch.tensor(targets), reduction="sum")
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(
+        torch.stack(scores), torch.tensor(targets), reduction="sum"
+    )
     return bce.detach() / 4
 
 
@@ -194,8 +212,12 @@ def test_gold_is_aligned_by_characters_when_the_tokens_differ():
     nlp = spacy.blank("en")
     ref = Doc(nlp.vocab, words=["Mary", "'s", "dog", "barked", "."], spaces=[False, True, True, False, False])
     ref.spans["coref_clusters_1"] = [ref[0:1], ref[0:3]]
-    ref.spans[GUM_MENTIONS_KEY] = SpanGroup(ref, name=GUM_MENTIONS_KEY, spans=[Span(ref, 0, 1, label="person"), Span(ref, 0, 3, label="animal")])
-    ref.spans[GUM_INFSTAT_KEY] = SpanGroup(ref, name=GUM_INFSTAT_KEY, spans=[Span(ref, 0, 1, label="new"), Span(ref, 0, 3, label="new")])
+    ref.spans[GUM_MENTIONS_KEY] = SpanGroup(
+        ref, name=GUM_MENTIONS_KEY, spans=[Span(ref, 0, 1, label="person"), Span(ref, 0, 3, label="animal")]
+    )
+    ref.spans[GUM_INFSTAT_KEY] = SpanGroup(
+        ref, name=GUM_INFSTAT_KEY, spans=[Span(ref, 0, 1, label="new"), Span(ref, 0, 3, label="new")]
+    )
     predicted = Doc(nlp.vocab, words=["Mary's", "dog", "barked."], spaces=[True, True, False])
     gold, missed = gold_with_gum_mentions(Example(predicted, ref), "coref_clusters")
     # "Mary" alone is not a predicted token: left out and counted, in the clusters and the mentions
@@ -213,7 +235,10 @@ def test_the_gold_on_the_shared_ontogum_train_files_carries_every_gum_mention(sh
     docs = list(itertools.islice(read_conll_docs(shared_data / "ontogum" / "train", nlp.vocab), 5))
     docs = attach_gum_entities(docs, gum)
     for doc in docs:
-        gold, missed = gold_with_gum_mentions(Example(Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc]), doc), "coref_clusters")
+        gold, missed = gold_with_gum_mentions(
+            Example(Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc]), doc),
+            "coref_clusters",
+        )
         gum_doc = gum[doc.user_data["doc_id"]]
         assert missed == 0
         assert gold.mentions == [(m.start, m.end - 1) for m in gum_doc.mentions]

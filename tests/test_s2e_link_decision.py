@@ -1,5 +1,6 @@
 """s2e's link decision: link_threshold at inference; the options removed
 after 0.1.0 (learn_link_bias among them) load at their defaults only."""
+
 import pytest
 import spacy
 import torch
@@ -13,7 +14,9 @@ from conftest import s2e_config, s2e_head_args
 
 def _head_and_doc(**options):
     torch.manual_seed(0)
-    head = S2EHead(**s2e_head_args(hidden_size=8, dropout=0.0, max_width=3, top_lambda=1.0, use_speakers=False, **options))
+    head = S2EHead(
+        **s2e_head_args(hidden_size=8, dropout=0.0, max_width=3, top_lambda=1.0, use_speakers=False, **options)
+    )
     doc = S2EDocument(tokens=torch.randn(12, 6))
     head.eval()
     head.document_links(doc)  # sizes the lazy layers
@@ -64,7 +67,11 @@ def test_removed_options_load_at_their_defaults():
     nlp.add_pipe("memcoref", config=s2e_config(**REMOVED_OPTIONS))
     assert nlp.get_pipe("memcoref").model is not None
     assert set(REMOVED_OPTIONS) == {
-        "learn_link_bias", "singletons_as_mentions", "entity_type_loss_weight", "infstat_loss_weight", "span_head_attention",
+        "learn_link_bias",
+        "singletons_as_mentions",
+        "entity_type_loss_weight",
+        "infstat_loss_weight",
+        "span_head_attention",
     }
 
 

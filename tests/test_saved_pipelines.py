@@ -1,5 +1,6 @@
 """Pipelines saved by earlier versions (tests/data/saved_pipelines/) load
 and predict exactly what they predicted when they were saved."""
+
 import json
 from pathlib import Path
 
@@ -37,7 +38,9 @@ def _check(nlp, inputs, expected):
         own = pipe.decoder.clusters(pipe.predict([doc.copy()])[0])
         assert sorted(sorted([s, e + 1] for s, e in cluster) for cluster in own) == want["clusters"]
         clusters = sorted(
-            sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters")
+            sorted([s.start, s.end] for s in group)
+            for key, group in doc.spans.items()
+            if key.startswith("coref_clusters")
         )
         if clusters == want["clusters"]:
             assert resolve(doc).text == want["resolved"]

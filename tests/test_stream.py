@@ -7,6 +7,7 @@ Two kinds of pipeline:
   the clusters a test dictates (by word), so that each rule of the stream's
   entity table is checked on its own, whatever a model would predict.
 """
+
 import re
 
 import pytest
@@ -25,8 +26,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::spacy_memcoref.pipeline.coref_c
 
 # the words that the oracle puts in one cluster when two or more are in the window
 ORACLE_GROUPS = {
-    "alice": "A", "she": "A", "her": "A", "ms.": "A",
-    "bob": "B", "he": "B", "him": "B",
+    "alice": "A",
+    "she": "A",
+    "her": "A",
+    "ms.": "A",
+    "bob": "B",
+    "he": "B",
+    "him": "B",
     "carol": "C",
 }
 NUMBERED = re.compile(r"[A-Z][a-z]+[0-9]+")
@@ -65,7 +71,9 @@ def shipped():
 
 def ids_of(doc):
     """{entity id: [mention texts]} of a piece's Doc."""
-    return {int(k.rsplit("_", 1)[1]): [s.text for s in g] for k, g in doc.spans.items() if k.startswith("coref_clusters_")}
+    return {
+        int(k.rsplit("_", 1)[1]): [s.text for s in g] for k, g in doc.spans.items() if k.startswith("coref_clusters_")
+    }
 
 
 def id_of(doc, text):
@@ -222,7 +230,12 @@ def context_free_petra():
     return nlp
 
 
-PIECES = ["Alice met Bob in Paris.", "She told him the museum was closed.", "He thanked her and left.", "  Later, Bob called Alice."]
+PIECES = [
+    "Alice met Bob in Paris.",
+    "She told him the museum was closed.",
+    "He thanked her and left.",
+    "  Later, Bob called Alice.",
+]
 
 
 def test_petra_reading_pieces_gives_the_log_of_reading_the_whole_text(context_free_petra):

@@ -1,6 +1,7 @@
 """The `[training.before_update]` callbacks: torch threads and glibc's
 memory release (configs use spacy_memcoref.before_update.v1); its dropout
 swap: tests/test_cpu_dropout.py."""
+
 import sys
 
 import pytest
@@ -37,7 +38,9 @@ def test_before_update_sets_glibc_when_made_then_trims_before_every_update(monke
         # which would pin the mmap threshold at 128 KB and fault nearly every
         # tensor in afresh
         assert fake.calls == [
-            ("mallopt", tc._M_ARENA_MAX, 2), ("mallopt", tc._M_MMAP_THRESHOLD, 4 * 1024 * 1024), ("malloc_trim", 0),
+            ("mallopt", tc._M_ARENA_MAX, 2),
+            ("mallopt", tc._M_MMAP_THRESHOLD, 4 * 1024 * 1024),
+            ("malloc_trim", 0),
         ]
         for step in range(0, 101):
             callback(None, {"step": step, "epoch": 0})

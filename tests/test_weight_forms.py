@@ -2,6 +2,7 @@
 (spacy_memcoref.weight_forms), a shipped model on a Hugging Face encoder
 (pretrained.build(..., encoder=...)), and how load() finds that encoder
 (spacy_memcoref.encoder_source)."""
+
 import json
 import shutil
 from pathlib import Path
@@ -94,7 +95,9 @@ def trained_on_hub_encoder(tiny_mpnet, tmp_path_factory):
     config = load_config(
         REPO / "configs" / "s2e_base.cfg",
         overrides={
-            "paths.train": None, "paths.dev": None, "paths.encoder": str(tiny_mpnet),
+            "paths.train": None,
+            "paths.dev": None,
+            "paths.encoder": str(tiny_mpnet),
             "components.memcoref.model.tok2vec.transformer_config.num_hidden_layers": 4,
             "components.memcoref.model.tok2vec.trainable_layers": 2,
             "components.memcoref.model.tok2vec.bfloat16": False,
@@ -118,10 +121,20 @@ def _state(nlp):
 
 
 def _clusters(nlp, texts):
-    return [[[(s.start, s.end) for s in group] for key, group in sorted(doc.spans.items()) if key.startswith("coref_clusters_")] for doc in nlp.pipe(texts)]
+    return [
+        [
+            [(s.start, s.end) for s in group]
+            for key, group in sorted(doc.spans.items())
+            if key.startswith("coref_clusters_")
+        ]
+        for doc in nlp.pipe(texts)
+    ]
 
 
-TEXTS = ["Alice met Bob in Paris. She thanked him there.", "The nurse said that she would call the doctor, and he agreed."]
+TEXTS = [
+    "Alice met Bob in Paris. She thanked him there.",
+    "The nurse said that she would call the doctor, and he agreed.",
+]
 
 
 @pytest.mark.parametrize("form, rank", [("full", 64), ("lowrank", 64)])
@@ -132,7 +145,9 @@ def test_a_stored_form_gives_the_full_models_clusters(trained_on_hub_encoder, ti
     import torch
 
     nlp, path = trained_on_hub_encoder
-    meta = pretrained.build(path, tmp_path / "m", name="test-base", dtype="float32", form=form, rank=rank, encoder=HUB_NAME)
+    meta = pretrained.build(
+        path, tmp_path / "m", name="test-base", dtype="float32", form=form, rank=rank, encoder=HUB_NAME
+    )
     assert meta["base_encoder"]["hub"] == HUB_NAME and "package" not in meta["base_encoder"]
     assert meta["form"]["encoder"] == form
     stored_config = (tmp_path / "m" / pretrained.CONFIG_FILE).read_text(encoding="utf8")
@@ -209,7 +224,13 @@ def test_an_absent_encoder_gets_one_line_that_says_how_to_get_it(built, empty_hu
         pretrained.load(built)
     message = str(info.value)
     assert "\n" not in message and isinstance(info.value, PretrainedError)
-    for fragment in (HUB_NAME, "encoder=FOLDER", encoder_source.ENV_VAR, "offline (HF_HUB_OFFLINE)", f"{pretrained.OFFLINE_MODEL!r} needs no download"):
+    for fragment in (
+        HUB_NAME,
+        "encoder=FOLDER",
+        encoder_source.ENV_VAR,
+        "offline (HF_HUB_OFFLINE)",
+        f"{pretrained.OFFLINE_MODEL!r} needs no download",
+    ):
         assert fragment in message, message
 
 

@@ -16,6 +16,7 @@ token boundaries, an entity with a single mention, or malformed markup is an
 error naming the text id, the line and the mention. Only the standard library
 and spaCy are used.
 """
+
 import argparse
 import re
 import sys
@@ -152,10 +153,15 @@ def parse_markup(text: Text, path: Path) -> None:
                 j += 1
             elif ch == "|":
                 close = raw.find("]", j)
-                label = raw[j + 1:close] if close >= 0 else raw[j + 1:]
+                label = raw[j + 1 : close] if close >= 0 else raw[j + 1 :]
                 if close < 0 or not LABEL_RE.match(label):
-                    raise _err(path, lineno, text.id, f"column {j + 1}: '|' must be followed by an entity label "
-                               f"([A-Za-z0-9_]) and ']' (a literal '|' is not allowed)")
+                    raise _err(
+                        path,
+                        lineno,
+                        text.id,
+                        f"column {j + 1}: '|' must be followed by an entity label "
+                        f"([A-Za-z0-9_]) and ']' (a literal '|' is not allowed)",
+                    )
                 if not stack:
                     raise _err(path, lineno, text.id, f"column {j + 1}: '|{label}]' closes no '['")
                 start, start_line, col = stack.pop()
@@ -163,13 +169,15 @@ def parse_markup(text: Text, path: Path) -> None:
                     raise _err(path, start_line, text.id, f"column {col}: a mention must not span lines")
                 mention_text = "".join(plain)[start:n]
                 if not mention_text or mention_text != mention_text.strip():
-                    raise _err(path, lineno, text.id, f"mention {mention_text!r}|{label}: empty, or "
-                               "whitespace at its edge")
+                    raise _err(
+                        path, lineno, text.id, f"mention {mention_text!r}|{label}: empty, or whitespace at its edge"
+                    )
                 text.mentions.append(Mention(start, n, label, lineno, mention_text))
                 j = close + 1
             elif ch == "]":
-                raise _err(path, lineno, text.id, f"column {j + 1}: ']' without '|LABEL' "
-                           "(a literal ']' is not allowed)")
+                raise _err(
+                    path, lineno, text.id, f"column {j + 1}: ']' without '|LABEL' (a literal ']' is not allowed)"
+                )
             else:
                 plain.append(ch)
                 n += 1
@@ -243,19 +251,23 @@ def build_text(text: Text, nlp, path: Path) -> Built:
         s, e = start_of.get(m.start), end_of.get(m.end)
         if s is None or e is None or e < s:
             toks = [t.text for t in doc if t.idx < m.end and t.idx + len(t) > m.start]
-            raise _err(path, m.line, text.id, f"mention {m.text!r}|{m.label} does not align with token "
-                       f"boundaries (spaCy's tokens there: {toks})")
+            raise _err(
+                path,
+                m.line,
+                text.id,
+                f"mention {m.text!r}|{m.label} does not align with token boundaries (spaCy's tokens there: {toks})",
+            )
         if (s, e) in spans:
             other = spans[(s, e)]
-            raise _err(path, m.line, text.id, f"mention {m.text!r} is marked twice "
-                       f"(|{other.label} and |{m.label})")
+            raise _err(path, m.line, text.id, f"mention {m.text!r} is marked twice (|{other.label} and |{m.label})")
         spans[(s, e)] = m
         by_label.setdefault(m.label, []).append((s, e))
     for label, mentions in by_label.items():
         if len(mentions) < 2:
             m = next(x for x in text.mentions if x.label == label)
-            raise _err(path, m.line, text.id, f"entity {label!r} has a single mention ({m.text!r}); "
-                       "singletons are not marked")
+            raise _err(
+                path, m.line, text.id, f"entity {label!r} has a single mention ({m.text!r}); singletons are not marked"
+            )
     # cluster ids in order of first mention (at one token: the longer mention first)
     order = sorted(by_label, key=lambda lab: min((s, -e) for s, e in by_label[lab]))
     clusters = [sorted(by_label[lab]) for lab in order]
@@ -312,16 +324,16 @@ def summary(built: List[Built]) -> str:
     n_clusters = sum(len(b.clusters) for b in built)
     n_tokens = sum(len(b.words) for b in built)
     per_kind = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k])
-    return (f"{len(built)} texts ({per_kind}); {n_tokens} tokens, {n_mentions} mentions, "
-            f"{n_clusters} clusters")
+    return f"{len(built)} texts ({per_kind}); {n_tokens} tokens, {n_mentions} mentions, {n_clusters} clusters"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="the bracket-markup texts")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the CoNLL-2012 file to write")
-    parser.add_argument("--check", action="store_true",
-                        help="rebuild in memory and fail if the output file differs (writes nothing)")
+    parser.add_argument(
+        "--check", action="store_true", help="rebuild in memory and fail if the output file differs (writes nothing)"
+    )
     args = parser.parse_args(argv)
     try:
         conll, built = build(args.source)
@@ -337,8 +349,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         if current != conll:
             old, new = current.split("\n"), conll.split("\n")
             line = next((i for i, (a, b) in enumerate(zip(old, new), 1) if a != b), min(len(old), len(new)) + 1)
-            print(f"error: {args.output} is out of date (first difference at line {line}); "
-                  f"run python benchmarks/everyday/build.py", file=sys.stderr)
+            print(
+                f"error: {args.output} is out of date (first difference at line {line}); "
+                f"run python benchmarks/everyday/build.py",
+                file=sys.stderr,
+            )
             return 1
         print(f"{args.output} is up to date: {summary(built)}")
         return 0

@@ -10,6 +10,7 @@ With a Ray Dataset of your own (needs `pip install "spacy-memcoref[ray]"`):
 
 Importing this package does not import Ray.
 """
+
 from typing import Any
 
 from ..errors import AnnotateError, Terminated
@@ -17,7 +18,17 @@ from .options import AnnotateOptions
 from .runner import AnnotateSummary, annotate_corpus, format_summary
 from .worker import doc_record
 
-__all__ = ["annotate_corpus", "AnnotateOptions", "AnnotateSummary", "AnnotateError", "Terminated", "format_summary", "doc_record", "MemcorefPredictor", "annotate_dataset"]
+__all__ = [
+    "annotate_corpus",
+    "AnnotateOptions",
+    "AnnotateSummary",
+    "AnnotateError",
+    "Terminated",
+    "format_summary",
+    "doc_record",
+    "MemcorefPredictor",
+    "annotate_dataset",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ is not the test's: the runner hands them the `DieOnce` in the shard options
 (key `DIE_ONCE`; a `Stall` under `STALL`), small top-level dataclasses
 that pickle.
 """
+
 import contextlib
 import os
 import time

@@ -33,6 +33,7 @@ starts and ends and to fingerprint it (a digest that resume compares); reading
 it (`read_shard`) parses the items, on whatever machine annotates the shard.
 Neither holds more than one shard in memory.
 """
+
 import errno
 import hashlib
 import json
@@ -199,7 +200,9 @@ def _walk(folder: Path, exclude: Optional[str]) -> Iterator[_Entry]:
                 if key in above:
                     target = os.path.realpath(entry.path)
                     yield _Entry(
-                        f"{prefix}{entry.name}", f"a symbolic link loop: it leads back to {target}, a folder above it (not followed)", folder=True
+                        f"{prefix}{entry.name}",
+                        f"a symbolic link loop: it leads back to {target}, a folder above it (not followed)",
+                        folder=True,
                     )
                     continue
                 yield from walk(Path(entry.path), f"{prefix}{entry.name}/", above | {key})
@@ -216,7 +219,9 @@ def _walk(folder: Path, exclude: Optional[str]) -> Iterator[_Entry]:
     yield from walk(folder, "", frozenset({(root.st_dev, root.st_ino)}))
 
 
-def resolve_input(path: Union[str, Path], input_format: str = "auto", *, output_dir: Optional[Union[str, Path]] = None) -> InputSpec:
+def resolve_input(
+    path: Union[str, Path], input_format: str = "auto", *, output_dir: Optional[Union[str, Path]] = None
+) -> InputSpec:
     """Check INPUT and tell its kind.
 
     path (Union[str, Path]): a .jsonl, .txt or .spacy file, or a folder of them.
@@ -234,7 +239,9 @@ def resolve_input(path: Union[str, Path], input_format: str = "auto", *, output_
         kind = input_format if input_format != "auto" else SUFFIXES.get(p.suffix)
         if kind is None:
             raise DataFormatError(
-                p, None, f"cannot tell the input format from the suffix {p.suffix!r}: give --input-format jsonl, txt or spacy"
+                p,
+                None,
+                f"cannot tell the input format from the suffix {p.suffix!r}: give --input-format jsonl, txt or spacy",
             )
         if not os.access(p, os.R_OK):
             raise DataFormatError(p, None, "the file is not readable")
@@ -267,7 +274,9 @@ def resolve_input(path: Union[str, Path], input_format: str = "auto", *, output_
         raise DataFormatError(p, None, "no input files in the folder (*.jsonl, *.txt or *.spacy)")
     if len(found) > 1:
         kinds = ", ".join(f"*.{k} ({v})" for k, v in found.items())
-        raise DataFormatError(p, None, f"the folder holds several kinds of input ({kinds}): choose one with --input-format")
+        raise DataFormatError(
+            p, None, f"the folder holds several kinds of input ({kinds}): choose one with --input-format"
+        )
     return InputSpec(root=str(p), kind=next(iter(found)), exclude=exclude)
 
 
@@ -363,7 +372,9 @@ def plan_shards(spec: InputSpec, shard_size: int) -> Iterator[ShardPlan]:
                     except StopIteration:
                         break
                     except OSError as err:  # an I/O error part way: the rest of the file is one bad item
-                        full = bad_file(rel, line_no + 1, f"cannot read the file from this line on: {err.strerror or err}")
+                        full = bad_file(
+                            rel, line_no + 1, f"cannot read the file from this line on: {err.strerror or err}"
+                        )
                         if full is not None:
                             yield full
                         break
@@ -468,7 +479,9 @@ def _txt_item(path: str, rel: str, data: bytes, encoding: str) -> Item:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        return Item(path, line, rel, None, error=f"undecodable bytes: not {encoding} (byte {err.start + 1} of the file)")
+        return Item(
+            path, line, rel, None, error=f"undecodable bytes: not {encoding} (byte {err.start + 1} of the file)"
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     return Item(path, None, rel, text)
@@ -493,7 +506,9 @@ class _DocBinCache:
     docbin: Any = None  # a spacy.tokens.DocBin
 
 
-def read_shard(plan: ShardPlan, *, vocab=None, text_field: str = "text", id_field: str = "id", encoding: str = "utf-8") -> Iterator[Item]:
+def read_shard(
+    plan: ShardPlan, *, vocab=None, text_field: str = "text", id_field: str = "id", encoding: str = "utf-8"
+) -> Iterator[Item]:
     """Read the items of a shard, in input order.
 
     plan (ShardPlan): the shard.
@@ -538,7 +553,9 @@ def _jsonl_lines(path: str, part: list) -> Iterator[Tuple[int, bytes]]:
         while pos < end:
             raw = file_.readline()
             if not raw:
-                raise DataFormatError(path, line_no, "the file is shorter than when the shards were planned (changed during the run?)")
+                raise DataFormatError(
+                    path, line_no, "the file is shorter than when the shards were planned (changed during the run?)"
+                )
             pos += len(raw)
             if not _is_blank(raw):
                 yield line_no, raw
@@ -561,7 +578,9 @@ def _cached_docbin(path: str):
     return _DocBinCache.docbin
 
 
-def shard_ids(plan: ShardPlan, *, text_field: str = "text", id_field: str = "id", encoding: str = "utf-8") -> Iterator[str]:
+def shard_ids(
+    plan: ShardPlan, *, text_field: str = "text", id_field: str = "id", encoding: str = "utf-8"
+) -> Iterator[str]:
     """The ids of a shard's documents, as read_shard gives them, without
     making the documents (for the duplicate count of a shard done by an
     earlier run). Bad items have none. (A text longer than the pipeline's

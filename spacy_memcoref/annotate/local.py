@@ -6,6 +6,7 @@ A worker dies with this process, however it ends (kill -9 included): on
 Linux by prctl(PR_SET_PDEATHSIG), elsewhere by a thread that watches for
 the parent to go.
 """
+
 import os
 import signal
 import sys
@@ -100,7 +101,13 @@ def die_with_parent(parent_pid: int, *, poll_s: float = PARENT_POLL_S) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid, poll_s), name="memcoref-watch-parent", daemon=True).start()
 
 
-def _init_worker(model: Union[str, ResolvedModel], gpu_id: int, threads: Optional[int], options: Dict[str, Any], parent_pid: Optional[int] = None) -> None:
+def _init_worker(
+    model: Union[str, ResolvedModel],
+    gpu_id: int,
+    threads: Optional[int],
+    options: Dict[str, Any],
+    parent_pid: Optional[int] = None,
+) -> None:
     if parent_pid is not None:
         die_with_parent(parent_pid)
     _WORKER["options"] = options

@@ -1,5 +1,6 @@
 """`AnnotateOptions`: how `annotate_corpus` runs, in one dataclass, and the
 checks of it that refuse bad options before any work is done."""
+
 from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -99,7 +100,11 @@ class AnnotateOptions:
 
     @classmethod
     def of(
-        cls, options: Optional["AnnotateOptions"] = None, changes: Optional[Mapping[str, Any]] = None, *, caller: str = "annotate_corpus"
+        cls,
+        options: Optional["AnnotateOptions"] = None,
+        changes: Optional[Mapping[str, Any]] = None,
+        *,
+        caller: str = "annotate_corpus",
     ) -> "AnnotateOptions":
         """`options` (default: the defaults) with `changes` (option name ->
         value) made.
@@ -138,8 +143,10 @@ class AnnotateOptions:
         formats = parse_formats(self.formats)
         local_opts = {"--n-process": self.n_process, "--threads": self.threads, "--gpu-id": self.gpu_id}
         ray_opts = {
-            "--workers": self.workers, "--gpus-per-worker": self.gpus_per_worker,
-            "--cpus-per-worker": self.cpus_per_worker, "--address": self.address,
+            "--workers": self.workers,
+            "--gpus-per-worker": self.gpus_per_worker,
+            "--cpus-per-worker": self.cpus_per_worker,
+            "--address": self.address,
         }
         wrong = [name for name, value in (ray_opts if engine == "local" else local_opts).items() if value is not None]
         if wrong:
@@ -149,7 +156,11 @@ class AnnotateOptions:
         gpu_id = -1 if self.gpu_id is None else self.gpu_id
         gpus_per_worker = 0.0 if self.gpus_per_worker is None else float(self.gpus_per_worker)
         cpus_per_worker = 1.0 if self.cpus_per_worker is None else float(self.cpus_per_worker)
-        for name, value in (("--shard-size", self.shard_size), ("--batch-size", self.batch_size), ("--n-process", n_process)):
+        for name, value in (
+            ("--shard-size", self.shard_size),
+            ("--batch-size", self.batch_size),
+            ("--n-process", n_process),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.workers is not None and self.workers < 1:

@@ -9,6 +9,7 @@ done again (and its files replaced), never appended to, so a rerun neither
 loses nor duplicates a document. Only one run writes a folder at a time (a
 lock file).
 """
+
 import contextlib
 import glob
 import hashlib
@@ -141,7 +142,13 @@ class OutputDir:
                 os.unlink(name)
             if manifest_path.exists():
                 manifest_path.unlink()
-        fresh = {"format": MANIFEST_FORMAT, "identity": self.identity, "complete": False, "n_shards": None, "shards": {}}
+        fresh = {
+            "format": MANIFEST_FORMAT,
+            "identity": self.identity,
+            "complete": False,
+            "n_shards": None,
+            "shards": {},
+        }
         if not manifest_path.exists():
             leftovers = self._shard_files()
             if leftovers:
@@ -155,7 +162,9 @@ class OutputDir:
             if manifest.get("format") != MANIFEST_FORMAT or not isinstance(manifest.get("shards"), dict):
                 raise ValueError("unknown format")
         except (OSError, ValueError) as err:
-            raise OutputMismatch(f"{manifest_path} is not a manifest of `annotate` ({err}): pass --overwrite to start afresh") from None
+            raise OutputMismatch(
+                f"{manifest_path} is not a manifest of `annotate` ({err}): pass --overwrite to start afresh"
+            ) from None
         old = manifest.get("identity", {})
         diffs = [key for key in sorted(set(old) | set(self.identity)) if old.get(key) != self.identity.get(key)]
         if diffs:

@@ -19,6 +19,7 @@ the clusters as columns::
     ds = ds.map_batches(MemcorefPredictor, fn_constructor_kwargs={"model": "en_memcoref_s2e"},
                         batch_size=64, compute=ray.data.ActorPoolStrategy(size=4))
 """
+
 import logging
 import os
 import pickle
@@ -72,7 +73,13 @@ class ShardAnnotator:
     shard (its file contents and counts). model: resolve_model's record
     (or a name), resolved once in the driver."""
 
-    def __init__(self, model: Union[str, ResolvedModel], options: Dict[str, Any], threads: Optional[int] = None, use_gpu: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        model: Union[str, ResolvedModel],
+        options: Dict[str, Any],
+        threads: Optional[int] = None,
+        use_gpu: Optional[bool] = None,
+    ) -> None:
         self.nlp = load_pipeline(model, gpu_id=_gpu_for_actor(use_gpu), threads=threads)
         self.options = options
 
@@ -149,11 +156,15 @@ def run_ray(
                 workers = int(resources.get("CPU", 1) // cpus_per_worker)
             workers = max(1, workers)
         if log is not None:
-            log(f"Ray: {len(plans)} shards on {workers} workers ({cpus_per_worker:g} CPU, {gpus_per_worker:g} GPU each)")
+            log(
+                f"Ray: {len(plans)} shards on {workers} workers ({cpus_per_worker:g} CPU, {gpus_per_worker:g} GPU each)"
+            )
             if len(plans) < workers:
                 log(f"only {len(plans)} shards for {workers} workers: a smaller --shard-size would keep them all busy")
         saved = _quiet_ray_data(ray)
-        ds = ray.data.from_items([{"plan": pickle.dumps(plan.to_dict())} for plan in plans], override_num_blocks=len(plans))
+        ds = ray.data.from_items(
+            [{"plan": pickle.dumps(plan.to_dict())} for plan in plans], override_num_blocks=len(plans)
+        )
         ds = ds.map_batches(
             ShardAnnotator,
             batch_size=1,
@@ -177,7 +188,9 @@ def run_ray(
             except StopIteration:
                 break
             except Exception as err:  # a failed Ray job: its message holds the workers' traceback
-                raise AnnotateError(f"the Ray job failed (the shards written so far are kept: rerun to resume): {err}") from err
+                raise AnnotateError(
+                    f"the Ray job failed (the shards written so far are kept: rerun to resume): {err}"
+                ) from err
             yield pickle.loads(row["result"])
     finally:
         for name, level in levels.items():
@@ -256,7 +269,9 @@ class MemcorefPredictor:
         """The record (without id) of each text."""
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise ValueError(f"column {self.text_column!r}, row {i} of the batch: expected a string, found {type(text).__name__}")
+                raise ValueError(
+                    f"column {self.text_column!r}, row {i} of the batch: expected a string, found {type(text).__name__}"
+                )
         records = []
         for doc in self.nlp.pipe(texts, batch_size=self.batch_size):
             record = doc_record(None, doc, self.prefix)
@@ -275,7 +290,10 @@ class MemcorefPredictor:
                 pa.struct(
                     [
                         ("name", pa.string()),
-                        ("mentions", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())]))),
+                        (
+                            "mentions",
+                            pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])),
+                        ),
                     ]
                 )
             )

@@ -1,6 +1,7 @@
 """What a worker hands the writer for one shard (every engine: in this
 process, from the process pool, from a Ray actor, so it pickles: a
 top-level dataclass of plain values)."""
+
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 

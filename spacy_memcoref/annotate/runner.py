@@ -1,5 +1,6 @@
 """`annotate_corpus`: a corpus in, numbered shards of coreference clusters out,
 on one machine or on Ray, resumable."""
+
 import contextlib
 import hashlib
 import itertools
@@ -21,6 +22,7 @@ from .options import AnnotateOptions, EngineOptions
 from .output import OutputDir, model_identity
 from .results import ShardResult
 from .worker import choose_prefix
+
 
 class BadInput(ValueError):
     """A bad input item (a bad line, or a bad file: see annotate.inputs)
@@ -44,7 +46,9 @@ class DuplicateIds:
 
     def add(self, ids: Iterable[str]) -> None:
         for doc_id in ids:
-            key = int.from_bytes(hashlib.blake2b(str(doc_id).encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            key = int.from_bytes(
+                hashlib.blake2b(str(doc_id).encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+            )
             if key not in self._seen:
                 self._seen.add(key)
                 continue
@@ -180,7 +184,9 @@ def annotate_corpus(
         try:
             with _stop_on_sigterm():
                 results = _start_engine(engine_opts, pending, job.model, job.options, summary=summary, bar=bar, say=say)
-                windows = _write_results(results, out, summary, duplicates, bar, pending, fail_after_shards=faults.fail_after_shards)
+                windows = _write_results(
+                    results, out, summary, duplicates, bar, pending, fail_after_shards=faults.fail_after_shards
+                )
                 out.finish(pending.planned)
         except _SigTerm:
             n_kept = len(out.manifest["shards"])
@@ -257,7 +263,9 @@ def _no_documents(spec: InputSpec) -> DataFormatError:
     """The error of an input that holds no document (predict's rule: an
     input with nothing to annotate is refused, naming the file)."""
     if spec.single is None:
-        what = "*.jsonl files are empty or hold only blank lines" if spec.kind == "jsonl" else "*.spacy files hold no Docs"
+        what = (
+            "*.jsonl files are empty or hold only blank lines" if spec.kind == "jsonl" else "*.spacy files hold no Docs"
+        )
         return DataFormatError(spec.path, None, f"the folder holds no documents: its {what}")
     if spec.kind == "spacy":
         return DataFormatError(spec.path, None, "the DocBin holds no Docs")
@@ -287,7 +295,10 @@ def _stop_on_sigterm() -> Iterator[None]:
     written so far stay recorded, so that a rerun resumes. A second SIGTERM
     kills at once. Left as it is when this is not the main thread or when
     SIGTERM already has a handler (the caller's) or is ignored."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 
@@ -310,7 +321,9 @@ class _PendingShards:
     handed_out: the numbers of the shards given to the engine so far (in
     increasing order, so a shard not yet handed out comes after all of them)."""
 
-    def __init__(self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, read_options: Dict[str, Any]) -> None:
+    def __init__(
+        self, plans: Iterable[ShardPlan], out: OutputDir, duplicates: DuplicateIds, read_options: Dict[str, Any]
+    ) -> None:
         self.plans = plans
         self.out = out
         self.duplicates = duplicates
@@ -457,7 +470,7 @@ def _finish_summary(
         if log is not None:
             log(message)
         else:
-            warnings.warn(message[len("warning: "):], stacklevel=3)
+            warnings.warn(message[len("warning: ") :], stacklevel=3)
     summary.seconds = time.time() - start
     if windows:
         summary.busy_seconds = max(t for _, t in windows) - min(t for t, _ in windows)

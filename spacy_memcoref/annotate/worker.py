@@ -22,6 +22,7 @@ replaced, spacy_memcoref.resolve) and "edits" (one {"source": [start, end],
 holds the same in user_data["resolved"] = {"text": ..., "edits": [...]}, as
 `predict --resolved` stores it.
 """
+
 import dataclasses
 import json
 import os
@@ -120,7 +121,9 @@ def annotate_shard(
         )
     )
     if len(items) != plan.n_items:
-        raise RuntimeError(f"shard {plan.index}: read {len(items)} items, planned {plan.n_items} (did the input change?)")
+        raise RuntimeError(
+            f"shard {plan.index}: read {len(items)} items, planned {plan.n_items} (did the input change?)"
+        )
     items = [_refuse_too_long(item, nlp.max_length) for item in items]
     bad = [item for item in items if item.error is not None]
     if bad and not options.get("skip_errors"):

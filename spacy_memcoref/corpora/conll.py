@@ -27,6 +27,7 @@ words are masked (GUM's Reddit documents, every character an underscore) is
 skipped by the converter and counted in its report, never written as a
 document of underscores.
 """
+
 import contextlib
 import re
 import time
@@ -150,8 +151,10 @@ class ClusterCollector:
                 self.cache[cell] = parsed
             if parsed is None:
                 raise DataFormatError(
-                    self.path, lineno, f"bad coreference cell {quote(cell)}: expected '-' or items like '(12', '12)', "
-                    "'(12)' joined by '|', with integer cluster ids"
+                    self.path,
+                    lineno,
+                    f"bad coreference cell {quote(cell)}: expected '-' or items like '(12', '12)', "
+                    "'(12)' joined by '|', with integer cluster ids",
                 )
         if parsed is _EMPTY_CELL:
             return
@@ -248,8 +251,10 @@ def check_not_partly_masked(words: Sequence[str], path: Path, line: Optional[int
     n_masked = sum(1 for word in words if _is_mask(word))
     if n_masked and 2 * n_masked > len(words):
         raise DataFormatError(
-            path, line, f"{n_masked} of {len(words)} words are only underscores (GUM's masking of Reddit text) but "
-            "not all: a document restored in part? restore its text fully, or leave it masked to have it skipped"
+            path,
+            line,
+            f"{n_masked} of {len(words)} words are only underscores (GUM's masking of Reddit text) but "
+            "not all: a document restored in part? restore its text fully, or leave it masked to have it skipped",
         )
 
 
@@ -296,9 +301,7 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 elif _END_RE.match(line):
                     raise DataFormatError(path, lineno, "'#end document' without a '#begin document' before it")
                 continue  # other comments outside documents are ignored
-            raise DataFormatError(
-                path, lineno, "a token line outside a document (no '#begin document' line before it)"
-            )
+            raise DataFormatError(path, lineno, "a token line outside a document (no '#begin document' line before it)")
         # inside a document
         if not line or line.isspace():
             new_sent = True
@@ -322,12 +325,15 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                 continue
             if _BEGIN_RE.match(line):
                 raise DataFormatError(
-                    path, lineno, f"'#begin document' inside document {quote(name)} (opened at line {begin_line}, "
-                    "never ended with '#end document')"
+                    path,
+                    lineno,
+                    f"'#begin document' inside document {quote(name)} (opened at line {begin_line}, "
+                    "never ended with '#end document')",
                 )
             raise DataFormatError(
-                path, lineno, f"a '#' comment line inside document {quote(name)} (the reference scorer "
-                "would count it as a token)"
+                path,
+                lineno,
+                f"a '#' comment line inside document {quote(name)} (the reference scorer would count it as a token)",
             )
         if "\t" in line:
             fields = line.split("\t")
@@ -346,10 +352,16 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
                     path, lineno, f"{raw_cols} columns, but line {n_cols_line} of the same document has {n_cols}"
                 )
         if len(fields) < MIN_COLUMNS:
-            hint = " (OntoGUM's native conll/DOC.conll has 3: convert its folder with `convert ontogum`)" if len(fields) == 3 else ""
+            hint = (
+                " (OntoGUM's native conll/DOC.conll has 3: convert its folder with `convert ontogum`)"
+                if len(fields) == 3
+                else ""
+            )
             raise DataFormatError(
-                path, lineno, f"{len(fields)} columns; a CoNLL-2012 token line needs at least {MIN_COLUMNS} "
-                f"(doc id, part, word number, word, ..., coreference last){hint}"
+                path,
+                lineno,
+                f"{len(fields)} columns; a CoNLL-2012 token line needs at least {MIN_COLUMNS} "
+                f"(doc id, part, word number, word, ..., coreference last){hint}",
             )
         collector.add(fields[-1], tok, lineno)
         if full:
@@ -367,8 +379,10 @@ def _iter_raw_docs(path: Path, *, full: bool) -> Iterator[_RawDoc]:
         tok += 1
     if in_doc:
         raise DataFormatError(
-            path, begin_line, f"document {quote(name)} begins here but never ends ('#end document' missing "
-            f"before the end of the file at line {lineno})"
+            path,
+            begin_line,
+            f"document {quote(name)} begins here but never ends ('#end document' missing "
+            f"before the end of the file at line {lineno})",
         )
     if n_docs == 0:
         raise DataFormatError(path, None, "no '#begin document' ... '#end document' block in the file")
@@ -407,9 +421,7 @@ def _cached_msgpack_extensions() -> Iterator[None]:
     except ImportError:  # pragma: no cover
         yield
         return
-    registries = [
-        getattr(srsly_msgpack, name, None) for name in ("msgpack_encoders", "msgpack_decoders")
-    ]
+    registries = [getattr(srsly_msgpack, name, None) for name in ("msgpack_encoders", "msgpack_decoders")]
     patched = []
     for registry in registries:
         if registry is None or "get_all" in vars(registry):
@@ -428,13 +440,9 @@ def find_conll_files(input_path: Path) -> List[Path]:
     """A file -> [it]; a directory -> its `*_conll` / `*.conll` files, recursively, sorted."""
     input_path = Path(input_path)
     if input_path.is_dir():
-        files = sorted(
-            p for p in input_path.rglob("*") if p.is_file() and p.name.endswith(CONLL_SUFFIXES)
-        )
+        files = sorted(p for p in input_path.rglob("*") if p.is_file() and p.name.endswith(CONLL_SUFFIXES))
         if not files:
-            raise DataFormatError(
-                input_path, None, "no CoNLL files (*_conll, *.conll) in this directory or below"
-            )
+            raise DataFormatError(input_path, None, "no CoNLL files (*_conll, *.conll) in this directory or below")
         return files
     if not input_path.exists():
         raise DataFormatError(input_path, None, "no such file or directory")
@@ -496,8 +504,10 @@ def refuse_all_masked(where: Path, masked: Sequence[str]) -> None:
     RAISES DataFormatError: naming the input and the masked documents.
     """
     raise DataFormatError(
-        where, None, f"nothing to write: all {len(masked)} documents are masked (GUM's Reddit text, every character "
-        f"an underscore) and were skipped ({', '.join(masked)})"
+        where,
+        None,
+        f"nothing to write: all {len(masked)} documents are masked (GUM's Reddit text, every character "
+        f"an underscore) and were skipped ({', '.join(masked)})",
     )
 
 
@@ -573,7 +583,8 @@ def _add_docs(files: List[Path], lang: str, docbin, stats: "ConllStats", seen: D
             key = (raw.doc_id, raw.part)
             if key in seen:
                 raise DataFormatError(
-                    file, raw.begin_line,
+                    file,
+                    raw.begin_line,
                     f"document {quote(doc_name(*key))} is also in {seen[key]}; one document must not appear twice",
                 )
             seen[key] = file
@@ -712,9 +723,7 @@ def _doc_lines(doc, index: int, prefix: str) -> List[str]:
             word = word_cache.get(orth)
             if word is None:
                 word = word_cache[orth] = _clean_field(strings[orth])
-            lines.append(
-                f"{col_id}\t{col_part}\t{word_no}\t{word}\t-\t-\t-\t-\t-\t{speakers[i]}\t*\t{cells[i]}"
-            )
+            lines.append(f"{col_id}\t{col_part}\t{word_no}\t{word}\t-\t-\t-\t-\t-\t{speakers[i]}\t*\t{cells[i]}")
             word_no += 1
     if n:
         lines.append("")

@@ -1,5 +1,6 @@
 """Reading DocBin (.spacy) files, with errors that name the file: the one
 reader behind `export`, `predict`, `tune-gap-threshold` and `visualize`."""
+
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Union
 
@@ -22,8 +23,10 @@ def docbin_error(path: Union[str, Path], head: bytes, err: Exception) -> DataFor
     a DocBin at all. The one home of this rule (predict, export, annotate)."""
     if head[:1] == ZLIB_HEADER:
         return DataFormatError(
-            path, None, "a truncated or corrupt DocBin (.spacy) file: it starts like one but does not decompress "
-            "and decode to the end (was it copied or written completely?)"
+            path,
+            None,
+            "a truncated or corrupt DocBin (.spacy) file: it starts like one but does not decompress "
+            "and decode to the end (was it copied or written completely?)",
         )
     return DataFormatError(path, None, f"not a DocBin (.spacy) file: {err}")
 

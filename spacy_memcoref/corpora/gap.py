@@ -24,6 +24,7 @@ and the columns `ID A-coref B-coref`, written here as TRUE/FALSE. This module
 only reads and writes: deciding a Doc's A-coref / B-coref is scoring's
 (`scoring.gap_decisions`, `scoring.gap_export`).
 """
+
 import functools
 import re
 from dataclasses import dataclass, field
@@ -41,8 +42,17 @@ from ..util import atomic_output, iter_lines, refuse_overwriting_input
 from .gender_swap import gender_swapped_doc
 
 GAP_COLUMNS: Tuple[str, ...] = (
-    "ID", "Text", "Pronoun", "Pronoun-offset", "A", "A-offset", "A-coref",
-    "B", "B-offset", "B-coref", "URL",
+    "ID",
+    "Text",
+    "Pronoun",
+    "Pronoun-offset",
+    "A",
+    "A-offset",
+    "A-coref",
+    "B",
+    "B-offset",
+    "B-coref",
+    "URL",
 )
 SYSTEM_COLUMNS: Tuple[str, ...] = ("ID", "A-coref", "B-coref")
 
@@ -119,9 +129,7 @@ def _parse_offset(path: Path, line: int, column: str, value: str) -> int:
 def _parse_label(path: Path, line: int, column: str, value: str) -> bool:
     label = parse_gap_label(value)
     if label is None:
-        raise DataFormatError(
-            path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}"
-        )
+        raise DataFormatError(path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}")
     return label
 
 
@@ -131,7 +139,8 @@ def _check_mention(path: Path, line: int, column: str, text: str, string: str, o
     end = offset + len(string)
     if end > len(text):
         raise DataFormatError(
-            path, line,
+            path,
+            line,
             f"{column}-offset {offset} + len({quote(string)}) = {end} is outside the text ({len(text)} characters)",
         )
     found = text[offset:end]
@@ -221,7 +230,9 @@ def _make_doc_fn(nlp_or_tokenizer: Optional[Union[Language, Callable[[str], Doc]
     raise TypeError(f"expected a spaCy Language or a tokenizer (str -> Doc), got {type(nlp_or_tokenizer)!r}")
 
 
-def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[str, Path] = "<gap>") -> Tuple[Doc, List[Tuple[str, str, str]]]:
+def gap_row_to_doc(
+    row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[str, Path] = "<gap>"
+) -> Tuple[Doc, List[Tuple[str, str, str]]]:
     """Make the Doc of one GAP row.
 
     row (GapRow): a validated row.
@@ -248,7 +259,9 @@ def gap_row_to_doc(row: GapRow, make_doc: Callable[[str], Doc], *, path: Union[s
                 raise DataFormatError(path, row.line, f"{label} {quote(string)} at {offset} covers no token")
             expansions.append((label, string, span.text))
         spans[label] = span
-    doc.spans[GAP_SPANS_KEY] = SpanGroup(doc, name=GAP_SPANS_KEY, spans=[spans[LABEL_A], spans[LABEL_B], spans[LABEL_PRONOUN]])
+    doc.spans[GAP_SPANS_KEY] = SpanGroup(
+        doc, name=GAP_SPANS_KEY, spans=[spans[LABEL_A], spans[LABEL_B], spans[LABEL_PRONOUN]]
+    )
     doc.user_data[GAP_USER_DATA_KEY] = {"id": row.id, "A-coref": row.a_coref, "B-coref": row.b_coref, "url": row.url}
     linked = [spans[LABEL_PRONOUN]]
     if row.a_coref:

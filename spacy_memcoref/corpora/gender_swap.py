@@ -28,6 +28,7 @@ little ungrammatical; they do not touch the labels.
     nouns = true
     names = true
 """
+
 import copy
 import random
 from typing import Callable, Iterator, List, Optional, Union

@@ -42,6 +42,7 @@ mention's span from either group and its two labels at the same index.
 Every problem is a DataFormatError naming the file, the line and the
 document.
 """
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,12 +165,18 @@ class GumDoc:
 def _parse_fields(header: str, path: Path, lineno: int) -> Tuple[str, ...]:
     names = tuple(header.split("-"))
     if names[0] not in _ID_FIELDS:
-        raise DataFormatError(path, lineno, f"'# global.Entity' must start with the entity id field (GRP or eid), found {quote(clip(header))}")
+        raise DataFormatError(
+            path,
+            lineno,
+            f"'# global.Entity' must start with the entity id field (GRP or eid), found {quote(clip(header))}",
+        )
     missing = [name for name in _REQUIRED_FIELDS if name not in names]
     if missing or len(set(names)) != len(names):
         raise DataFormatError(
-            path, lineno, f"'# global.Entity = {clip(header)}' lacks {', '.join(missing) or 'unique field names'} "
-            "(GUM declares GRP-etype-infstat-salience-centering-minspan-link-identity)"
+            path,
+            lineno,
+            f"'# global.Entity = {clip(header)}' lacks {', '.join(missing) or 'unique field names'} "
+            "(GUM declares GRP-etype-infstat-salience-centering-minspan-link-identity)",
         )
     return names
 
@@ -191,12 +198,16 @@ class _DocReader:
         path = self.doc.path
         if not _ITEMS_RE.fullmatch(value):
             raise DataFormatError(
-                path, lineno, f"{self.where()}: bad Entity value {quote(value)}: expected brackets such as "
-                "'(12-person-new-...' (opening), '12)' (closing) or '(12-person-new-...)' (one token), concatenated"
+                path,
+                lineno,
+                f"{self.where()}: bad Entity value {quote(value)}: expected brackets such as "
+                "'(12-person-new-...' (opening), '12)' (closing) or '(12-person-new-...)' (one token), concatenated",
             )
         if self.fields is None:
             raise DataFormatError(
-                path, lineno, f"{self.where()}: an Entity annotation before any '# global.Entity = ...' line (the field order)"
+                path,
+                lineno,
+                f"{self.where()}: an Entity annotation before any '# global.Entity = ...' line (the field order)",
             )
         n_fields = len(self.fields)
         for content, single, closing in _ITEM_RE.findall(value):
@@ -204,7 +215,9 @@ class _DocReader:
                 stack = self.stacks.get(closing)
                 if not stack:
                     raise DataFormatError(
-                        path, lineno, f"{self.where()}: closing bracket '{clip(closing)})' with no open mention of entity {clip(closing)}"
+                        path,
+                        lineno,
+                        f"{self.where()}: closing bracket '{clip(closing)})' with no open mention of entity {clip(closing)}",
                     )
                 self.close(stack.pop(), tok)
                 continue
@@ -215,8 +228,10 @@ class _DocReader:
             named = dict(attrs)
             if not opening or not all(named.get(name) for name in _REQUIRED_FIELDS):
                 raise DataFormatError(
-                    path, lineno, f"{self.where()}: a mention with no entity id, or without {' or '.join(_REQUIRED_FIELDS)}, "
-                    f"in {quote(value)} (declared: {'-'.join(self.fields)})"
+                    path,
+                    lineno,
+                    f"{self.where()}: a mention with no entity id, or without {' or '.join(_REQUIRED_FIELDS)}, "
+                    f"in {quote(value)} (declared: {'-'.join(self.fields)})",
                 )
             item = (tok, opening, attrs, lineno, self.opened)
             self.opened += 1
@@ -235,8 +250,10 @@ class _DocReader:
         for entity, stack in self.stacks.items():
             if stack:
                 raise DataFormatError(
-                    self.doc.path, stack[-1][3], f"{self.where()}: a mention of entity {clip(entity)} opened here is "
-                    f"never closed (the document ends at line {end_line})"
+                    self.doc.path,
+                    stack[-1][3],
+                    f"{self.where()}: a mention of entity {clip(entity)} opened here is "
+                    f"never closed (the document ends at line {end_line})",
                 )
         self.found.sort(key=lambda found: found[:3])
         self.doc.mentions = [found[3] for found in self.found]
@@ -293,14 +310,24 @@ def iter_gum_docs(path: Union[str, Path]) -> Iterator[GumDoc]:
                 kind = "a multiword-token range" if "-" in token_id else "an empty node"
                 where = f"{reader.where()}: " if reader is not None else ""
                 raise DataFormatError(
-                    path, lineno, f"{where}an Entity annotation on {kind} ({quote(token_id)}): its mentions cannot be "
-                    "placed on the document's ordinary tokens"
+                    path,
+                    lineno,
+                    f"{where}an Entity annotation on {kind} ({quote(token_id)}): its mentions cannot be "
+                    "placed on the document's ordinary tokens",
                 )
             continue
         if not _TOKEN_ID_RE.match(token_id):
-            raise DataFormatError(path, lineno, f"bad token id {quote(clip(token_id))} (expected 1, 2, ..., a range 3-4 or an empty node 5.1)")
+            raise DataFormatError(
+                path,
+                lineno,
+                f"bad token id {quote(clip(token_id))} (expected 1, 2, ..., a range 3-4 or an empty node 5.1)",
+            )
         if int(token_id) != expected_id:
-            raise DataFormatError(path, lineno, f"token id {quote(token_id)}, expected {expected_id} (a missing blank line between sentences?)")
+            raise DataFormatError(
+                path,
+                lineno,
+                f"token id {quote(token_id)}, expected {expected_id} (a missing blank line between sentences?)",
+            )
         expected_id += 1
         if reader is None:
             raise DataFormatError(path, lineno, "a token line before any '# newdoc id = ...' line")
@@ -314,7 +341,9 @@ def iter_gum_docs(path: Union[str, Path]) -> Iterator[GumDoc]:
         new_sentence = False
         head = columns[6]
         if not head.isdigit():
-            raise DataFormatError(path, lineno, f"bad HEAD {quote(clip(head))} (expected a token number, 0 for the root)")
+            raise DataFormatError(
+                path, lineno, f"bad HEAD {quote(clip(head))} (expected a token number, 0 for the root)"
+            )
         doc.heads.append(sent_start + int(head) - 1 if head != "0" else -1)
         doc.deprels.append(columns[7])
         if entity is not None:
@@ -354,7 +383,11 @@ def read_gum_entities(path: Union[str, Path]) -> Dict[str, GumDoc]:
         for doc in iter_gum_docs(file):
             if doc.doc_id in docs:
                 first = docs[doc.doc_id]
-                raise DataFormatError(file, doc.begin_line, f"document {quote(doc.doc_id)} again (first in {first.path}, line {first.begin_line})")
+                raise DataFormatError(
+                    file,
+                    doc.begin_line,
+                    f"document {quote(doc.doc_id)} again (first in {first.path}, line {first.begin_line})",
+                )
             docs[doc.doc_id] = doc
     return docs
 
@@ -382,14 +415,18 @@ def check_alignment(doc: "Doc", gum_doc: GumDoc) -> None:
     for i, (ours, theirs) in enumerate(zip(words, gum_doc.words)):
         if ours != theirs:
             raise DataFormatError(
-                gum_doc.path, gum_doc.lines[i], f"{name}: token {i} is {quote(theirs)} here but {quote(ours)} in the "
-                "Doc: the two are not the same tokens"
+                gum_doc.path,
+                gum_doc.lines[i],
+                f"{name}: token {i} is {quote(theirs)} here but {quote(ours)} in the "
+                "Doc: the two are not the same tokens",
             )
     if len(words) != len(gum_doc.words):
         line = gum_doc.lines[len(words)] if len(gum_doc.words) > len(words) else gum_doc.begin_line
         raise DataFormatError(
-            gum_doc.path, line, f"{name} has {len(gum_doc.words)} tokens, the Doc {len(words)} (the first "
-            f"{min(len(words), len(gum_doc.words))} agree): the two are not the same tokens"
+            gum_doc.path,
+            line,
+            f"{name} has {len(gum_doc.words)} tokens, the Doc {len(words)} (the first "
+            f"{min(len(words), len(gum_doc.words))} agree): the two are not the same tokens",
         )
 
 
@@ -451,7 +488,8 @@ def attach_gum_entities(
         if gum_doc is None:
             if missing == "error":
                 reason = (
-                    f"Doc {i} has no user_data['doc_id'] to find its GUM document by" if not doc_id
+                    f"Doc {i} has no user_data['doc_id'] to find its GUM document by"
+                    if not doc_id
                     else f"Doc {i} ({quote(doc_id)}) has no GUM document in GUM's entity layer"
                 )
                 raise DataFormatError(where or "GUM's entity layer", None, reason)

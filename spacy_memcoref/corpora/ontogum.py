@@ -13,6 +13,7 @@ in the conll file and the conllu's FORM column. They are skipped and
 counted, never read as text (`conll.is_masked`). Every other problem is a
 DataFormatError naming the file and line.
 """
+
 import re
 import time
 from dataclasses import dataclass, field
@@ -65,13 +66,21 @@ def read_splits(path: Path) -> Dict[str, List[str]]:
                 raise DataFormatError(path, lineno, f"document {quote(item.group(1))} before any '## split' heading")
             name = item.group(1)
             if name in where:
-                raise DataFormatError(path, lineno, f"document {quote(name)} is already in split {where[name][0]!r} (line {where[name][1]})")
+                raise DataFormatError(
+                    path,
+                    lineno,
+                    f"document {quote(name)} is already in split {where[name][0]!r} (line {where[name][1]})",
+                )
             where[name] = (current, lineno)
             splits[current].append(name)
         elif current is not None and line.strip():
-            raise DataFormatError(path, lineno, f"expected '  * DOCUMENT' or a '## split' heading, found {quote(clip(line))}")
+            raise DataFormatError(
+                path, lineno, f"expected '  * DOCUMENT' or a '## split' heading, found {quote(clip(line))}"
+            )
     if not splits:
-        raise DataFormatError(path, None, "no '## split' headings (GUM's splits.md has ## train, ## dev, ## test, ## test2)")
+        raise DataFormatError(
+            path, None, "no '## split' headings (GUM's splits.md has ## train, ## dev, ## test, ## test2)"
+        )
     return splits
 
 
@@ -99,7 +108,9 @@ def _read_three_columns(path: Path) -> _Conll3:
         if line.startswith("#"):
             if re.match(r"^#\s*begin document", line):
                 if begin_line:
-                    raise DataFormatError(path, lineno, f"a second '# begin document' (the first is at line {begin_line})")
+                    raise DataFormatError(
+                        path, lineno, f"a second '# begin document' (the first is at line {begin_line})"
+                    )
                 begin_line = lineno
             elif re.match(r"^#\s*end document", line):
                 if not begin_line:
@@ -113,7 +124,9 @@ def _read_three_columns(path: Path) -> _Conll3:
             raise DataFormatError(path, lineno, "a token line before '# begin document'")
         fields = line.split("\t")
         if len(fields) != 3:
-            raise DataFormatError(path, lineno, f"{len(fields)} tab-separated columns; OntoGUM's conll has 3 (number, word, coreference)")
+            raise DataFormatError(
+                path, lineno, f"{len(fields)} tab-separated columns; OntoGUM's conll has 3 (number, word, coreference)"
+            )
         number, word, cell = fields
         if number != str(len(words)):
             raise DataFormatError(path, lineno, f"token number {quote(clip(number))}, expected {len(words)}")
@@ -190,7 +203,9 @@ def read_ontogum_doc(conll_path: Path, conllu_path: Path, vocab) -> Optional["Do
         # one is taken as the conllu's (V11.1.0's conll of GUM_news_iodine
         # has an empty word where the conllu and the CoNLL-2012 file have "|")
         if a != b and b != "":
-            raise DataFormatError(conllu_path, None, f"token {i} is {quote(clip(a))}, but {conll_path.name} has {quote(clip(b))} there")
+            raise DataFormatError(
+                conllu_path, None, f"token {i} is {quote(clip(a))}, but {conll_path.name} has {quote(clip(b))} there"
+            )
     raw = _RawDoc(doc_id, PART, three.begin_line, len(words), three.clusters, words, starts, speakers)
     return _raw_to_doc(raw, vocab)
 
@@ -218,7 +233,11 @@ def ontogum_documents(root: Path, *, split: Optional[str] = None, splits_path: O
     root = Path(root)
     for sub in ("conll", "conllu"):
         if not (root / sub).is_dir():
-            raise DataFormatError(root / sub, None, "no such folder: ONTOGUM_DIR must hold conll/ and conllu/ (as coref/ontogum/ in the GUM repository)")
+            raise DataFormatError(
+                root / sub,
+                None,
+                "no such folder: ONTOGUM_DIR must hold conll/ and conllu/ (as coref/ontogum/ in the GUM repository)",
+            )
     if split is None and splits_path is not None:
         # refused rather than ignored: a user who names splits.md means a split
         raise ValueError(f"--splits {splits_path} needs --split (train, dev, test or test2): which split to convert?")

@@ -1,6 +1,7 @@
 """People-counting files (PeTra paper §3.5): a TSV with a header row, then
 one document a line, ``ID<TAB>text<TAB>count`` (count: the number of people
 the text mentions)."""
+
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
 
@@ -24,13 +25,19 @@ def read_people_tsv(path: Union[str, Path]) -> List[PeopleRow]:
         fields = text.split("\t")
         if not header:
             if len(fields) != 3:
-                raise DataFormatError(path, line, f"expected a header row of 3 tab-separated columns (ID, text, count), found {len(fields)}")
+                raise DataFormatError(
+                    path,
+                    line,
+                    f"expected a header row of 3 tab-separated columns (ID, text, count), found {len(fields)}",
+                )
             header = True
             continue
         if text == "":
             continue
         if len(fields) != 3:
-            raise DataFormatError(path, line, f"expected 3 tab-separated columns (ID, text, count), found {len(fields)}")
+            raise DataFormatError(
+                path, line, f"expected 3 tab-separated columns (ID, text, count), found {len(fields)}"
+            )
         ex_id, doc_text, count = fields
         if not ex_id:
             raise DataFormatError(path, line, "column ID is empty")

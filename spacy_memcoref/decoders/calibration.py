@@ -14,6 +14,7 @@ correction of weighted logistic regression), or fitted on validation data by
 Platt scaling (scoring.calibration.fit_platt, what `tune-gap-threshold`
 does). numpy only.
 """
+
 import math
 from typing import Sequence, Tuple
 

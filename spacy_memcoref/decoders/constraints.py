@@ -45,6 +45,7 @@ Whether a candidate may join a cluster depends on the whole cluster (a
 "she" may not join "Bob ... he" through "Bob"), so the decoders check each
 link against the cluster it would join, in text order.
 """
+
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
@@ -80,7 +81,20 @@ CONFLICTS: Tuple[Tuple[str, str], ...] = (
 # mentions ("my sister and her husband") is two (the COORDINATION rule)
 ONE_PERSON = MASCULINE | FEMININE | FIRST_SINGULAR
 NO_FEATURES: FrozenSet[str] = frozenset()
-_ALL_PRONOUNS = frozenset(_FEATURES) | {"they", "them", "their", "theirs", "themselves", "themself", "this", "that", "these", "those", "who", "which"}
+_ALL_PRONOUNS = frozenset(_FEATURES) | {
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "themself",
+    "this",
+    "that",
+    "these",
+    "those",
+    "who",
+    "which",
+}
 
 
 def pronoun_features(text: str) -> FrozenSet[str]:
@@ -133,14 +147,43 @@ ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SPEAKERS, SYMBOL_TWINS, S
 # a word after "and" that opens a second noun phrase, and words before it
 # after which "and" joins something inside one ("a friend of Tom and Anna")
 COORDINATED_OPENERS = frozenset({"his", "her", "their", "my", "your", "our", "its", "the", "a", "an"})
-NOT_BEFORE_COORDINATION = frozenset({"of", "between", "among", "both", ",", "(", "that", "which", "who", "whom", "whose"})
+NOT_BEFORE_COORDINATION = frozenset(
+    {"of", "between", "among", "both", ",", "(", "that", "which", "who", "whom", "whose"}
+)
 
 # subject pronouns, and what may follow one inside a mention ("they all",
 # "he himself", "we the people", "she and her mother", "I, Joshua Norton")
 SUBJECTS = frozenset({"i", "he", "she", "we", "they"})
 AFTER_SUBJECT = frozenset(
-    {"and", "or", "nor", ",", "all", "both", "alone", "too", "the", "as", "two", "three", "four", "each", "who", "(",
-     "myself", "himself", "herself", "ourselves", "themselves", "yourself", "yourselves", "-", "--", "–", "—"}
+    {
+        "and",
+        "or",
+        "nor",
+        ",",
+        "all",
+        "both",
+        "alone",
+        "too",
+        "the",
+        "as",
+        "two",
+        "three",
+        "four",
+        "each",
+        "who",
+        "(",
+        "myself",
+        "himself",
+        "herself",
+        "ourselves",
+        "themselves",
+        "yourself",
+        "yourselves",
+        "-",
+        "--",
+        "–",
+        "—",
+    }
 )
 # finite verbs that end a subject name ("Pierre died", "Alice was"): common
 # auxiliaries and past forms that do not follow a noun as its participle
@@ -153,17 +196,58 @@ FINITE_VERBS = frozenset(
     encouraged visited returned joined received replied answered explained promised smiled laughed
     """.split()
 )
-DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"})
+DETERMINERS = frozenset(
+    {"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"}
+)
 
 # words after which a noun phrase's head has ended ("the fault in his gearbox")
-HEAD_ENDS = frozenset({"of", "in", "on", "at", "with", "from", "for", "by", "to", "about", "as", "who", "whom", "which", "that", "whose", ",", "("})
+HEAD_ENDS = frozenset(
+    {
+        "of",
+        "in",
+        "on",
+        "at",
+        "with",
+        "from",
+        "for",
+        "by",
+        "to",
+        "about",
+        "as",
+        "who",
+        "whom",
+        "which",
+        "that",
+        "whose",
+        ",",
+        "(",
+    }
+)
 # what may stand between two mentions in apposition ("Her father, Wladyslaw")
 APPOSITION_GAP = frozenset({",", "(", ")", "-", "--", "–", "—", '"', "'", ":", "“", "”"})
 POSSESSIVE = frozenset({"'s", "’s", "'", "’"})
 # the rule reads descriptions only: a noun phrase opened by one of these
 DESCRIPTION_STARTS = frozenset({"the", "a", "an"})
 # words that make the second of two noun phrases a predicate of the first
-PREDICATE_WORDS = frozenset({"is", "was", "are", "were", "be", "been", "being", "as", "become", "became", "becomes", "'s", "’s", "named", "called"})
+PREDICATE_WORDS = frozenset(
+    {
+        "is",
+        "was",
+        "are",
+        "were",
+        "be",
+        "been",
+        "being",
+        "as",
+        "become",
+        "became",
+        "becomes",
+        "'s",
+        "’s",
+        "named",
+        "called",
+    }
+)
 
 
 class DocRules:
@@ -182,7 +266,9 @@ class DocRules:
         self.enabled = frozenset(enabled)
         text = doc.text
         # only texts with characters beyond Latin-1 can hold a multi-character grapheme
-        self._bounds: Optional[Set[int]] = grapheme_boundaries(text) if WORD in self.enabled and any(ord(ch) > 0x2FF for ch in text) else None
+        self._bounds: Optional[Set[int]] = (
+            grapheme_boundaries(text) if WORD in self.enabled and any(ord(ch) > 0x2FF for ch in text) else None
+        )
         self._sentence: Optional[List[int]] = None
         if SENTENCE_PEOPLE in self.enabled and len(doc) and doc.has_annotation("SENT_START"):
             self._sentence = []
@@ -251,7 +337,11 @@ class DocRules:
         (COORDINATION)."""
         start, end = span
         if start != end:
-            return frozenset({"two-people"}) if COORDINATION in self.enabled and self.is_coordination(span) else NO_FEATURES
+            return (
+                frozenset({"two-people"})
+                if COORDINATION in self.enabled and self.is_coordination(span)
+                else NO_FEATURES
+            )
         word = self.doc[start].text.strip().lower()
         found = set(pronoun_features(word)) if PRONOUNS in self.enabled else set()
         if COORDINATION in self.enabled and word in ONE_PERSON:
@@ -401,6 +491,10 @@ def violations(doc: Doc, clusters: Sequence[Sequence[TokenSpan]]) -> Dict[str, i
         for span in spans:
             features |= rules.features(span)
         counts["pronoun_conflict"] += conflict(features)
-        counts["symbol_twins"] += any(rules.symbol_only_difference(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :])
-        counts["sentence_people"] += any(rules.distinct_in_sentence(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :])
+        counts["symbol_twins"] += any(
+            rules.symbol_only_difference(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :]
+        )
+        counts["sentence_people"] += any(
+            rules.distinct_in_sentence(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :]
+        )
     return counts

@@ -6,6 +6,7 @@ a^e(end)], the antecedent endpoint features the head compares mentions
 with (pytorch_s2e: the antecedent score is bilinear in them), so two
 mentions the model links have near vectors in the space it links in.
 """
+
 from typing import Sequence
 
 import numpy
@@ -13,7 +14,9 @@ import numpy
 from ..util import Clusters
 
 
-def pool_endpoints(endpoints: numpy.ndarray, starts: Sequence[int], ends: Sequence[int], clusters: Clusters) -> numpy.ndarray:
+def pool_endpoints(
+    endpoints: numpy.ndarray, starts: Sequence[int], ends: Sequence[int], clusters: Clusters
+) -> numpy.ndarray:
     """One vector a cluster from its mentions' endpoint features.
 
     endpoints (numpy.ndarray): [n, 2h], a row a candidate mention: a^s of its

@@ -19,6 +19,7 @@ component hands them over with `PeTraDecoder.configure`. A setting that is
 not given is not applied: no calibration, no stored threshold (readers then
 use DEFAULT_GAP_THRESHOLD), alpha DEFAULT_ALPHA.
 """
+
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
@@ -85,7 +86,9 @@ class PeTraDecoder:
         self.gap_threshold: Optional[float] = None
         self.gap_calibration: Optional[List[float]] = None
         self.people_alpha: Optional[float] = None
-        self.configure({"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, PEOPLE_ALPHA_KEY: people_alpha})
+        self.configure(
+            {"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, PEOPLE_ALPHA_KEY: people_alpha}
+        )
 
     def configure(self, settings: Mapping[str, Any]) -> Dict[str, Any]:
         """Take the settings this decoder owns from `settings`, validated (a
@@ -144,7 +147,10 @@ class PeTraDecoder:
         if doc is None or settings is None or prediction.memory_log is None:
             return prediction.clusters
         return decode_clusters(
-            prediction.memory_log, threshold=settings.threshold, min_mentions=settings.min_mentions, rules=DocRules(doc, rules)
+            prediction.memory_log,
+            threshold=settings.threshold,
+            min_mentions=settings.min_mentions,
+            rules=DocRules(doc, rules),
         )
 
     def entity_vectors(self, prediction: PeTraPrediction, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:

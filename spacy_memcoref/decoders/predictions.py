@@ -8,12 +8,14 @@ model to the decoder (decoders.s2e.S2EDecoder, decoders.petra.PeTraDecoder)
 unread. While training, a head predicts nothing: an empty prediction a
 document (no links; no clusters).
 """
+
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy
 
 from ..util import Clusters
+
 # (starts, ends, best antecedent index or -1, its score): one entry a kept
 # candidate, in text order; the scores are the head's (float32) values
 Links = Tuple[List[int], List[int], List[int], List[float]]

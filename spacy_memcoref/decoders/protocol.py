@@ -9,6 +9,7 @@ predictions of its own model only (decoders.predictions), so the
 prediction's type is the Protocol's parameter; the component, which passes
 a model's predictions to that model's decoder unread, holds a Decoder[Any].
 """
+
 from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Optional, Protocol, Tuple, TypeVar
 
 import numpy

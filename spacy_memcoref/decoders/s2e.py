@@ -16,6 +16,7 @@ cannot corefer in one cluster is not made; the candidate then takes its
 next-best antecedent above the threshold (``S2EPrediction.choices``, the
 head's best few, best first), in text order.
 """
+
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
@@ -135,7 +136,12 @@ class S2EDecoder:
         return taken
 
     def clusters(
-        self, prediction: S2EPrediction, threshold: Optional[float] = None, *, doc: Optional[Doc] = None, rules: FrozenSet[str] = ALL_RULES
+        self,
+        prediction: S2EPrediction,
+        threshold: Optional[float] = None,
+        *,
+        doc: Optional[Doc] = None,
+        rules: FrozenSet[str] = ALL_RULES,
     ) -> Clusters:
         """The clusters of one prediction (at `threshold`, default the
         decoder's); with its Doc, under decoders.constraints' `rules`."""

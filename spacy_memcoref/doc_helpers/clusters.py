@@ -19,6 +19,7 @@ The rule every reader here follows:
 No spaCy import at module level: the CLI imports this module for its
 defaults and must stay fast.
 """
+
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, cast
 

@@ -18,6 +18,7 @@ Written by the component when it writes the clusters (its
 needed. Like the memory log it lives in doc.user_data, so it survives
 ``DocBin(store_user_data=True)`` and ``doc.to_bytes()``.
 """
+
 from typing import Any, Dict, Optional, Sequence
 
 import numpy
@@ -35,7 +36,9 @@ def register_extensions() -> None:
         Doc.set_extension(ENTITY_VECTORS_ATTR, default=None)
 
 
-def set_entity_vectors(doc: Doc, clusters: Sequence[int], vectors: Any, source: str, prefix: str = CLUSTER_PREFIX) -> None:
+def set_entity_vectors(
+    doc: Doc, clusters: Sequence[int], vectors: Any, source: str, prefix: str = CLUSTER_PREFIX
+) -> None:
     """Store one vector a cluster on a Doc.
 
     doc (Doc): the Doc.

@@ -7,6 +7,7 @@ models, scoring and pictures):
   written by a probabilistic model (PeTra), plus ``"threshold"``, the
   component's decision threshold.
 """
+
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,5 +65,7 @@ def gap_id_from_doc(doc: "Doc") -> str:
     """RETURNS (str): doc.user_data["gap"]["id"] (ValueError when absent)."""
     data = doc.user_data.get(GAP_USER_DATA_KEY)
     if not isinstance(data, dict) or not data.get("id"):
-        raise ValueError(f'no doc.user_data["{GAP_USER_DATA_KEY}"]["id"] (not a GAP Doc; convert GAP with `convert gap`)')
+        raise ValueError(
+            f'no doc.user_data["{GAP_USER_DATA_KEY}"]["id"] (not a GAP Doc; convert GAP with `convert gap`)'
+        )
     return str(data["id"])

@@ -1,5 +1,6 @@
 """Gold targets for training, aligned to the predicted tokens by character
 offsets (predicted and reference Docs may be tokenized differently)."""
+
 import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -29,8 +30,10 @@ def align_span(predicted: Doc, span: Span) -> Optional[TokenSpan]:
 
 
 def _same_tokens(predicted: Doc, reference: Doc) -> bool:
-    return predicted.text == reference.text and len(predicted) == len(reference) and all(
-        p.idx == r.idx for p, r in zip(predicted, reference)
+    return (
+        predicted.text == reference.text
+        and len(predicted) == len(reference)
+        and all(p.idx == r.idx for p, r in zip(predicted, reference))
     )
 
 

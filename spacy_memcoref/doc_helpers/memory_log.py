@@ -14,6 +14,7 @@ The log lives in doc.user_data (as every Doc extension value does), so it
 survives ``DocBin(store_user_data=True)`` and ``doc.to_bytes()``: srsly's
 msgpack stores numpy arrays with their dtype and shape.
 """
+
 from typing import Any, Dict, Mapping, Optional
 
 import numpy

@@ -23,6 +23,7 @@ mention pair as a pair: 1.0 within a cluster, 0.0 across clusters.
 
 No torch here: the model builder wraps the result in pytorch_petra.SparseGold.
 """
+
 from typing import List, Optional, Tuple
 
 from spacy.training import Example

@@ -9,6 +9,7 @@ the pool. The k workers share the machine's cores anyway, so one thread
 each costs nothing; `annotate --n-process` (spawned workers) is not
 affected. Imported by the model modules (it imports torch).
 """
+
 import os
 
 import torch

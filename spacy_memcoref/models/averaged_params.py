@@ -6,6 +6,7 @@ Thinc's optimizer keeps its parameter averages under the keys its
 writes, so evaluation and the saved model-best silently used the raw
 parameters. Imports torch: only import it from a model builder's modules.
 """
+
 import contextlib
 from typing import Any, Dict, Iterator
 
@@ -19,9 +20,7 @@ def use_averaged_params(shim: Any, params: Dict[Any, Any]) -> Iterator[None]:
     `(shim.id, name)` in `params` set to it, then put the trained values back.
     Only the parameters replaced are copied aside (a frozen encoder's have no
     average)."""
-    replaced = {
-        name: parameter for name, parameter in shim._model.named_parameters() if (shim.id, name) in params
-    }
+    replaced = {name: parameter for name, parameter in shim._model.named_parameters() if (shim.id, name) in params}
     if not replaced:
         yield
         return

@@ -22,6 +22,7 @@ saves and loads as with `nn.Dropout`.
 
 The training callback installs it (training_callbacks, `numpy_dropout`).
 """
+
 from pathlib import Path
 
 import numpy

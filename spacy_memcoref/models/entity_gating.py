@@ -17,6 +17,7 @@ model. The vectors come from the coreference component, which must run
 before (in `[training] annotating_components` while training, frozen), so
 the layer needs no torch and trains the way any Thinc layer does.
 """
+
 from typing import Any, Callable, List, Optional, Tuple, cast
 
 import numpy
@@ -48,7 +49,9 @@ def build_entity_gating(
         wrapped tok2vec's width.
     """
     if not isinstance(entity_width, int) or isinstance(entity_width, bool) or entity_width < 1:
-        raise ValueError(f"spacy_memcoref.EntityGating.v1: entity_width must be a positive integer, got {entity_width!r}")
+        raise ValueError(
+            f"spacy_memcoref.EntityGating.v1: entity_width must be a positive integer, got {entity_width!r}"
+        )
     return Model(
         "entity_gating",
         _forward,
@@ -70,7 +73,9 @@ def _init(model: Model, X: Optional[List[Doc]] = None, Y: Any = None) -> None:
     # W: Glorot-uniform, as Thinc's Linear; G starts at zero, so that the
     # gates start at sigmoid(init_gate_bias) everywhere
     limit = numpy.sqrt(6.0 / (width + n_e))
-    model.set_param("W", ops.asarray2f(cast(Floats2d, numpy.random.uniform(-limit, limit, (width, n_e)).astype("float32"))))
+    model.set_param(
+        "W", ops.asarray2f(cast(Floats2d, numpy.random.uniform(-limit, limit, (width, n_e)).astype("float32")))
+    )
     model.set_param("G", ops.alloc2f(width, 2 * width))
     model.set_param("b", ops.asarray1f(cast(Any, numpy.full(width, model.attrs["init_gate_bias"], dtype="float32"))))
 

@@ -13,6 +13,7 @@ decoders package) owns the decisions taken on a prediction and writes it:
 ``decoder.write(doc, prediction)`` writes what a prediction holds beyond
 them. Only import this module from a model builder: it imports torch.
 """
+
 from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import torch

@@ -13,6 +13,7 @@ write the checksum; `weights_only` is what keeps code from running.)
 
 Only import this module from a model builder: it imports torch.
 """
+
 import hashlib
 import pickle
 import re

@@ -7,6 +7,7 @@ brings its own hooks (thinc_glue: ``make_gold`` and the ``decoder``, which
 owns the decisions taken on a prediction and the settings of them); this
 module only moves Docs, gold, settings and predictions around.
 """
+
 import inspect
 import warnings
 from itertools import islice
@@ -223,7 +224,9 @@ def coref_kind(pipe: Any) -> Optional[str]:
     return "petra" if is_petra_model(pipe.model) else "s2e"
 
 
-def coref_components(nlp: Language, kind: Optional[str] = None, *, include_disabled: bool = False) -> List[Tuple[str, "CorefComponent"]]:
+def coref_components(
+    nlp: Language, kind: Optional[str] = None, *, include_disabled: bool = False
+) -> List[Tuple[str, "CorefComponent"]]:
     """The spacy_memcoref coreference components of a pipeline: the one
     lookup of them (the CLI, annotate, entities, the shipped models and the
     benchmarks ask here).
@@ -398,7 +401,9 @@ class CorefComponent(TrainablePipe):
         decoder = self.decoder
         for doc, prediction in zip(docs, predictions):
             token_clusters = decoder.clusters(prediction, doc=doc)
-            write_clusters(doc, [[doc[start : end + 1] for start, end in cluster] for cluster in token_clusters], self.prefix)
+            write_clusters(
+                doc, [[doc[start : end + 1] for start, end in cluster] for cluster in token_clusters], self.prefix
+            )
             decoder.write(doc, prediction)
             vectors = decoder.entity_vectors(prediction, token_clusters) if self.entity_vectors else None
             if vectors is None:

@@ -79,6 +79,7 @@ The modules, lowest first: `words` (the word lists), `offsets` (`Edit`,
 and `rewrite` (`resolve` and the rest of the rules). This package module
 re-exports their public names.
 """
+
 from .naming import is_tagged, representative_name, representative_of
 from .offsets import Edit, Resolved, edits_as_records
 from .rewrite import register_extension, resolve, resolved_text

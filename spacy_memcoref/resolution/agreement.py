@@ -26,6 +26,7 @@ gold clusters without tags (OntoGUM's CoNLL-2012 files), in place of
 `_may_be_participle` one ("it 's blended" written out, by the "blent"
 gap); the hand-written cases of tests/test_resolution.py come out the same.
 """
+
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from .naming import _head_part
@@ -95,7 +96,9 @@ class _NameNumber:
         return self.plural[they]
 
 
-def _expanded_clitic(pronoun: "Token", clitic: "Token", name_is_plural: _NameNumber, tagged: bool, form: str) -> Optional[str]:
+def _expanded_clitic(
+    pronoun: "Token", clitic: "Token", name_is_plural: _NameNumber, tagged: bool, form: str
+) -> Optional[str]:
     """The clitic written out to agree with the name (rule 5), or None to
     leave the pronoun alone."""
     word = pronoun.lower_
@@ -317,7 +320,7 @@ def _word_after(pronoun: "Token") -> Optional["Token"]:
 
 
 def _third_singular(verb: str) -> str:
-    """"say" -> "says", "go" -> "goes", "try" -> "tries", "have" -> "has",
+    """ "say" -> "says", "go" -> "goes", "try" -> "tries", "have" -> "has",
     "radio" -> "radios"."""
     if verb in IRREGULAR_THIRD_SINGULAR:
         return IRREGULAR_THIRD_SINGULAR[verb]

@@ -10,6 +10,7 @@ as a pronoun ("US", "IT" in capitals are names), `is_tagged`, and
 `_head_part`, the words of a noun phrase before "of", "who", a comma ...,
 which the number of a name (agreement) reads too. spaCy Docs only.
 """
+
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -192,7 +193,11 @@ def _named_part(span: "Span", end: int, tagged: bool) -> Optional["Span"]:
     while last > span.start and not WORD_CHARACTER.search(doc[last].text):
         last -= 1  # the apposition's closing comma
     first = last
-    while first - 1 > span.start and _is_proper(doc[first - 1 : first], tagged) and doc[first - 1].lower_ not in OWNER_WORDS:
+    while (
+        first - 1 > span.start
+        and _is_proper(doc[first - 1 : first], tagged)
+        and doc[first - 1].lower_ not in OWNER_WORDS
+    ):
         first -= 1
     if not _is_proper(doc[first : last + 1], tagged) or first == span.start:
         return None

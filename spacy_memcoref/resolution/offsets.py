@@ -4,6 +4,7 @@ edits and `to_source`, the map from any character range of it back to
 doc.text) and `edits_as_records` (the edits as JSON-ready records, for
 `annotate --resolved`). Pure Python: no spaCy, nothing about words.
 """
+
 import bisect
 import numbers
 from dataclasses import dataclass

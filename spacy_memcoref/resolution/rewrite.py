@@ -9,6 +9,7 @@ applies the edits so that nothing is replaced twice (rules 3, 4 and 6 to 9
 of the package docstring); the name comes from `naming`, the verb forms
 from `agreement`.
 """
+
 import bisect
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
@@ -89,7 +90,9 @@ def resolve(doc: "Doc", *, prefix: str = CLUSTER_PREFIX) -> Resolved:
             candidates.append((token.idx, end, order, text, None))
             if agreeing is not None:
                 verb_token, form_text = agreeing
-                candidates.append((verb_token.idx, verb_token.idx + len(verb_token.text), len(candidates), form_text, order))
+                candidates.append(
+                    (verb_token.idx, verb_token.idx + len(verb_token.text), len(candidates), form_text, order)
+                )
     edits: List[Edit] = []
     shift = 0
     last_end = -1
@@ -153,7 +156,11 @@ def _her_is_possessive(token: "Token", tagged: bool) -> bool:
     if token.i + 1 >= len(doc):
         return False
     following = doc[token.i + 1]
-    if not (following.is_alpha or following.like_num) or following.lower_ in FUNCTION_WORDS or following.lower_ in PRONOUNS:
+    if (
+        not (following.is_alpha or following.like_num)
+        or following.lower_ in FUNCTION_WORDS
+        or following.lower_ in PRONOUNS
+    ):
         return False
     return True
 

@@ -9,6 +9,7 @@ the form the lists hold. Plain data and string helpers: nothing here reads
 a Doc's annotations or imports the other modules of the package, which all
 import it.
 """
+
 import re
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,14 @@ OTHER_PRONOUNS = {
     "one", "ones", "someone", "somebody", "anyone", "anybody", "everyone", "everybody", "nobody", "something",
     "anything", "everything", "nothing", "here", "there", "where", "when",
 }  # fmt: skip
-PRONOUNS = set(SUBJECT_OBJECT) | set(POSSESSIVE_DETERMINERS) | set(STANDALONE_POSSESSIVES) | REFLEXIVES | {"her"} | OTHER_PRONOUNS
+PRONOUNS = (
+    set(SUBJECT_OBJECT)
+    | set(POSSESSIVE_DETERMINERS)
+    | set(STANDALONE_POSSESSIVES)
+    | REFLEXIVES
+    | {"her"}
+    | OTHER_PRONOUNS
+)
 # words that may be capitalized without naming anything, and words after
 # which an ambiguous "her" is an object, not a determiner
 FUNCTION_WORDS = {
@@ -50,7 +58,17 @@ FUNCTION_WORDS = {
 }  # fmt: skip
 # pronouns that can be the subject of a verb clitic, and their number
 # (None: "you" and "they" take the name's number)
-SUBJECTS = {"i": False, "he": False, "she": False, "it": False, "we": True, "you": None, "they": None, "thou": False, "ye": True}
+SUBJECTS = {
+    "i": False,
+    "he": False,
+    "she": False,
+    "it": False,
+    "we": True,
+    "you": None,
+    "they": None,
+    "thou": False,
+    "ye": True,
+}
 # verb clitics, apostrophe straight (curly ones are straightened first)
 CLITICS = {"'m", "'re", "'s", "'ve", "'d", "'ll"}
 # the same without an apostrophe, counted only when glued to the pronoun ("Im")
@@ -178,7 +196,21 @@ SUBJECT_BEFORE_VERB = {
     "he", "she", "it", "who", "there",
     "someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody",
 }  # fmt: skip
-DETERMINER_AFTER_VERB = {"a", "an", "the", "these", "those", "its", "his", "their", "each", "every", "our", "my", "your"}
+DETERMINER_AFTER_VERB = {
+    "a",
+    "an",
+    "the",
+    "these",
+    "those",
+    "its",
+    "his",
+    "their",
+    "each",
+    "every",
+    "our",
+    "my",
+    "your",
+}
 # words that start a group's name like a determiner ("Many Americans")
 QUANTIFIERS = {"many", "most", "few", "several", "other", "more"}
 # the third person singular of verbs that do not just add "s"/"es"
@@ -199,7 +231,20 @@ RELATIVE_PRONOUNS = {"who", "whom", "whose", "which"}
 NOMINAL_POS = {"NOUN", "PROPN", "NUM", "X", "SYM"}
 NOMINAL_TAGS = ("NN", "CD", "FW", "SYM")
 # plural nouns that do not end in "s", and endings of singular words that do
-PLURAL_WORDS = {"people", "children", "men", "women", "police", "staff", "data", "cattle", "feet", "teeth", "mice", "geese"}
+PLURAL_WORDS = {
+    "people",
+    "children",
+    "men",
+    "women",
+    "police",
+    "staff",
+    "data",
+    "cattle",
+    "feet",
+    "teeth",
+    "mice",
+    "geese",
+}
 SINGULAR_ENDINGS = ("ss", "us", "is", "ics", "ous")
 # words that end a noun phrase's head part ("the members | of the club")
 HEAD_STOPS = {

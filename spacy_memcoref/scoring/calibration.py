@@ -9,6 +9,7 @@ Two parameters are fitted by Newton's method on the log loss: a few lines of
 numpy, where scikit-learn would be a heavy dependency for one 2-feature
 logistic regression.
 """
+
 from typing import Dict, List, Sequence, Tuple
 
 import numpy
@@ -91,13 +92,15 @@ def reliability_table(p: Sequence[float], y: Sequence[bool], n_bins: int = 10) -
     for b in range(n_bins):
         mask = index == b
         if mask.any():
-            rows.append({
-                "low": b / n_bins,
-                "high": (b + 1) / n_bins,
-                "n": int(mask.sum()),
-                "mean_p": float(probs[mask].mean()),
-                "rate": float(labels[mask].mean()),
-            })
+            rows.append(
+                {
+                    "low": b / n_bins,
+                    "high": (b + 1) / n_bins,
+                    "n": int(mask.sum()),
+                    "mean_p": float(probs[mask].mean()),
+                    "rate": float(labels[mask].mean()),
+                }
+            )
     return rows
 
 

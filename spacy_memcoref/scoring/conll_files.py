@@ -6,6 +6,7 @@ document the response lacks counts as a response with no mentions); response
 documents the key lacks are ignored. Counts are micro-averaged over documents
 (see `coref_metrics`).
 """
+
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
 

@@ -31,6 +31,7 @@ Unlike `scorer.pl`, which refuses to score (exit 1) once it has seen more than
 ten repeated response mentions in one run, this module never refuses; the
 number of repeats is kept in `DocumentCounts.repeated_response_mentions`.
 """
+
 from dataclasses import dataclass, field
 from typing import Dict, Hashable, Iterable, List, Sequence, Tuple
 

@@ -28,6 +28,7 @@ cfg["gap_threshold"], else its own), else the one stored in
 
 Only spaCy is imported at module level; torch only for case 2.
 """
+
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
@@ -156,7 +157,9 @@ def gap_decisions(
     return _cluster_decisions(predicted, spans, prefix)
 
 
-def gap_decisions_from_doc(doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Optional[float] = None) -> Tuple[bool, bool]:
+def gap_decisions_from_doc(
+    doc: Doc, prefix: str = CLUSTER_PREFIX, threshold: Optional[float] = None
+) -> Tuple[bool, bool]:
     """gap_decisions of a GAP Doc that holds both its GAP spans and the
     predictions (what `export gap` reads).
 

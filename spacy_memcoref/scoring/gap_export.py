@@ -1,6 +1,7 @@
 """`export gap`: a GAP system file (ID<TAB>A-coref<TAB>B-coref, TRUE/FALSE,
 no header) from annotated GAP Docs, decided by `gap_decisions` (the rule the
 spaCy scorer uses) and written by the GAP corpus module."""
+
 from pathlib import Path
 from typing import Dict, Iterable, List, Tuple, Union
 
@@ -35,15 +36,21 @@ def gap_system_rows(
         except ValueError as err:
             raise DataFormatError(source, None, f"doc {i} (0-based): {err}") from None
         if ex_id in seen:
-            raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)} (first in doc {seen[ex_id]})")
+            raise DataFormatError(
+                source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)} (first in doc {seen[ex_id]})"
+            )
         if any(c in ex_id for c in "\t\r\n"):
-            raise DataFormatError(source, None, f"doc {i} (0-based): GAP ID {quote(ex_id)} contains a tab or line break")
+            raise DataFormatError(
+                source, None, f"doc {i} (0-based): GAP ID {quote(ex_id)} contains a tab or line break"
+            )
         seen[ex_id] = i
         rows.append((ex_id, a_linked, b_linked))
     return rows
 
 
-def docbin_to_gap_system(input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX) -> int:
+def docbin_to_gap_system(
+    input_path: Union[str, Path], output_path: Union[str, Path], *, prefix: str = CLUSTER_PREFIX
+) -> int:
     """Write the GAP system file of a DocBin of annotated GAP Docs.
 
     input_path (Union[str, Path]): the DocBin (.spacy).

@@ -20,6 +20,7 @@ raise DataFormatError. A first system line equal to the header
 "ID<TAB>A-coref<TAB>B-coref" is skipped (the official scorer reads it as an
 example "ID" that no gold row has, i.e. ignores it).
 """
+
 import csv
 import math
 from dataclasses import dataclass
@@ -176,7 +177,8 @@ def read_gap_gold(path: Union[str, Path]) -> Dict[str, Tuple[str, bool, bool]]:
         gender = pronoun_gender(row.pronoun)
         if gender is None:
             raise DataFormatError(
-                path, row.line,
+                path,
+                row.line,
                 f"pronoun {quote(row.pronoun)} has no gender in the official scorer's list ({', '.join(PRONOUN_GENDERS)})",
             )
         gold[row.id] = (gender, row.a_coref, row.b_coref)
@@ -209,7 +211,9 @@ def read_gap_system(path: Union[str, Path]) -> Dict[str, Tuple[bool, bool]]:
                 continue
             if len(fields) != n_cols:
                 raise DataFormatError(
-                    path, line, f"expected {n_cols} tab-separated columns ({' '.join(SYSTEM_COLUMNS)}), found {len(fields)}"
+                    path,
+                    line,
+                    f"expected {n_cols} tab-separated columns ({' '.join(SYSTEM_COLUMNS)}), found {len(fields)}",
                 )
             ex_id, a_value, b_value = fields
             if not ex_id:
@@ -220,7 +224,9 @@ def read_gap_system(path: Union[str, Path]) -> Dict[str, Tuple[bool, bool]]:
             for column, value in (("A-coref", a_value), ("B-coref", b_value)):
                 label = parse_gap_label(value)
                 if label is None:
-                    raise DataFormatError(path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}")
+                    raise DataFormatError(
+                        path, line, f"column {column} must be TRUE or FALSE (any case), found {quote(value)}"
+                    )
                 labels.append(label)
             seen[ex_id] = line
             system[ex_id] = (labels[0], labels[1])

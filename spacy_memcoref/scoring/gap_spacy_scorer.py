@@ -18,6 +18,7 @@ Choosing both on validation data is tuning.gap's.
 
 Only spaCy is imported at module level (torch only to read a memory log).
 """
+
 import math
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -30,8 +31,16 @@ from ..doc_helpers.gap_annotation import has_gap_annotation
 from .gap_decisions import gap_decisions, gap_gold
 
 GAP_KEYS = (
-    "gap_p", "gap_r", "gap_f", "gap_p_masc", "gap_r_masc", "gap_f_masc",
-    "gap_p_fem", "gap_r_fem", "gap_f_fem", "gap_bias",
+    "gap_p",
+    "gap_r",
+    "gap_f",
+    "gap_p_masc",
+    "gap_r_masc",
+    "gap_f_masc",
+    "gap_p_fem",
+    "gap_r_fem",
+    "gap_f_fem",
+    "gap_bias",
 )
 
 
@@ -68,7 +77,11 @@ def score_gap_examples(
         key = ex_id if ex_id not in gold else f"{ex_id}#{i}"
         gold[key] = (gender, gold_a, gold_b)
         system[key] = gap_decisions(
-            example.predicted, example.reference, prefix=span_cluster_prefix, threshold=threshold, calibration=calibration
+            example.predicted,
+            example.reference,
+            prefix=span_cluster_prefix,
+            threshold=threshold,
+            calibration=calibration,
         )
     scores: Dict[str, Optional[float]] = {key: None for key in GAP_KEYS}
     if gold:

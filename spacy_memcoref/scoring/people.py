@@ -1,6 +1,7 @@
 """People counting (PeTra paper §3.5): how wrong the predicted counts are.
 A document's count is the decoder's (decoders.petra.people_count); alpha is
 chosen on development documents by tuning.people.choose_alpha."""
+
 from typing import Sequence, Tuple
 
 

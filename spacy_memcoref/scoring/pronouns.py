@@ -9,6 +9,7 @@ that holds the same span must hold another mention of the pronoun's gold
 cluster (exact span) and no mention of any other gold cluster. A pronoun
 the system left out of every cluster, or put with another entity, is wrong.
 """
+
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Tuple
 

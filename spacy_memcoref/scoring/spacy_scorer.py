@@ -9,6 +9,7 @@ CoNLL-2012 reference scorer does over documents.
 
 This module imports only spaCy; the metrics are imported when scoring.
 """
+
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from spacy.training import Example

@@ -21,6 +21,7 @@ Thinc's optimizer keys its state by `(model or shim id, parameter name)`,
 ids that a new process numbers afresh: a checkpoint names each key by where
 its node sits in the pipeline (`component/walk index[/shimN]`) instead.
 """
+
 import hashlib
 import json
 import os
@@ -178,7 +179,9 @@ def _optimizer_arrays(nlp: Language, optimizer: Optimizer) -> Tuple[Dict[str, nu
     return arrays, counts
 
 
-def _restore_optimizer(nlp: Language, optimizer: Optimizer, arrays: Dict[str, numpy.ndarray], counts: Dict[str, Any], steps: int) -> None:
+def _restore_optimizer(
+    nlp: Language, optimizer: Optimizer, arrays: Dict[str, numpy.ndarray], counts: Dict[str, Any], steps: int
+) -> None:
     """Put the saved state into a fresh optimizer of the same config, and move
     its schedules (learning rate and the rest) `steps` steps on, as the loop
     does once a step."""
@@ -274,7 +277,9 @@ def complete_checkpoints(output: Path) -> List[Path]:
     output = Path(output)
     if not output.is_dir():
         return []
-    found = [p for p in output.glob(f"{PREFIX}*") if p.is_dir() and not p.name.endswith(PARTIAL) and (p / MARKER).is_file()]
+    found = [
+        p for p in output.glob(f"{PREFIX}*") if p.is_dir() and not p.name.endswith(PARTIAL) and (p / MARKER).is_file()
+    ]
     return sorted(found, key=lambda p: p.name)
 
 
@@ -329,7 +334,10 @@ def load_checkpoint(path: Path, nlp: Language, optimizer: Optimizer) -> TrainSta
     if record.get("format") != FORMAT:
         raise CheckpointError(path, f"checkpoint format {record.get('format')!r}, this version reads {FORMAT}")
     if record["config_sha256"] != config_digest(nlp):
-        raise CheckpointError(path, "the checkpoint is of another config (settings or overrides differ): start a new output folder, or remove the checkpoints to start again")
+        raise CheckpointError(
+            path,
+            "the checkpoint is of another config (settings or overrides differ): start a new output folder, or remove the checkpoints to start again",
+        )
     nlp.from_disk(path / MODEL)
     _restore_optimizer(nlp, optimizer, load_file(str(path / OPTIMIZER)), record["optimizer"], record["next_step"])
     state = TrainState(

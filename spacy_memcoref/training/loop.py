@@ -16,6 +16,7 @@ loads the weights and the optimizer's moments, then sets the random states
 saved at the checkpoint: the next update is the one the stopped run would
 have made.
 """
+
 import random
 import signal
 import sys
@@ -326,7 +327,9 @@ def _save_checkpoint(output: Path, nlp: Language, optimizer: Optimizer, state: c
     started = timer()
     path = ckpt.write_checkpoint(output, nlp, optimizer, state)
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    stdout.write(Printer(no_print=True).info(f"{path.name}: {size / 2**20:.0f} MiB in {timer() - started:.1f} s") + "\n")
+    stdout.write(
+        Printer(no_print=True).info(f"{path.name}: {size / 2**20:.0f} MiB in {timer() - started:.1f} s") + "\n"
+    )
     return path
 
 

@@ -2,6 +2,7 @@
 link probabilities (Platt scaling, scoring.calibration.fit_platt) and the
 decision threshold with the best overall GAP F1 (paper §3.3: chosen on
 validation, used on test)."""
+
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,9 @@ def raw_gap_probabilities(doc: Doc) -> Optional[Tuple[float, float]]:
     return stored_gap_probabilities(doc)
 
 
-def gap_gold_and_probabilities(docs: Iterable[Doc], *, source: Union[str, Path], component: str) -> Tuple[Gold, Probabilities]:
+def gap_gold_and_probabilities(
+    docs: Iterable[Doc], *, source: Union[str, Path], component: str
+) -> Tuple[Gold, Probabilities]:
     """The gold labels and raw (uncalibrated) link probabilities of GAP Docs
     annotated by a PeTra component.
 
@@ -72,7 +75,9 @@ def gap_gold_and_probabilities(docs: Iterable[Doc], *, source: Union[str, Path],
     probs: Probabilities = {}
     for i, doc in enumerate(docs):
         if not has_gap_annotation(doc):
-            raise DataFormatError(source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)")
+            raise DataFormatError(
+                source, None, f"doc {i} (0-based) has no GAP annotation (convert GAP with `convert gap`)"
+            )
         ex_id, gender, gold_a, gold_b = gap_gold(doc)
         if ex_id in gold:
             raise DataFormatError(source, None, f"doc {i} (0-based): duplicate GAP ID {quote(ex_id)}")
@@ -149,7 +154,9 @@ class GapThresholdResult:
             )
             lines.append(f"{'bin':>11} {'n':>5} {'mean p':>7} {'linked':>7}")
             for row in rows:
-                lines.append(f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}")
+                lines.append(
+                    f"  {row['low']:.1f}-{row['high']:.1f} {row['n']:5d} {row['mean_p']:7.3f} {row['rate']:7.3f}"
+                )
         lines.append(f"{'threshold':>9} {'P':>6} {'R':>6} {'F1':>6} {'F1 masc':>8} {'F1 fem':>7}")
         for t, scores in self.table:
             mark = "  <- best" if t == self.threshold else ""
@@ -162,7 +169,9 @@ class GapThresholdResult:
     def save(self, output: Union[str, Path]) -> Dict[str, Any]:
         """Save the pipeline to `output` with the threshold and calibration
         in the component's cfg and config.cfg (tuning.save.save_with_settings)."""
-        return save_with_settings(self.nlp, self.component, {"gap_threshold": self.threshold, "gap_calibration": self.calibration}, output)
+        return save_with_settings(
+            self.nlp, self.component, {"gap_threshold": self.threshold, "gap_calibration": self.calibration}, output
+        )
 
     def stored_line(self, output: Union[str, Path]) -> str:
         """The line that says what was chosen and where it was stored."""
@@ -180,13 +189,21 @@ class GapThresholdResult:
         best = self.scores(self.threshold)
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in best.items()}
         return {
-            "threshold": self.threshold, "calibration": self.calibration, "gap_f_at_0.5": self.scores(0.5)["gap_f"],
-            "reliability": self.reliability, **clean,
+            "threshold": self.threshold,
+            "calibration": self.calibration,
+            "gap_f_at_0.5": self.scores(0.5)["gap_f"],
+            "reliability": self.reliability,
+            **clean,
         }
 
 
 def tune_pipeline_gap_threshold(
-    nlp: Language, input_path: Union[str, Path], *, component: Optional[str] = None, calibrate: bool = True, batch_size: int = 16
+    nlp: Language,
+    input_path: Union[str, Path],
+    *,
+    component: Optional[str] = None,
+    calibrate: bool = True,
+    batch_size: int = 16,
 ) -> GapThresholdResult:
     """Calibrate a pipeline's PeTra GAP link probabilities and choose its
     decision threshold on a DocBin of GAP validation Docs (`tune-gap-threshold`).
@@ -205,4 +222,6 @@ def tune_pipeline_gap_threshold(
     annotated = annotate_docs(nlp, docs, batch_size, pipe.prefix)
     gold, raw = gap_gold_and_probabilities(annotated, source=input_path, component=name)
     tuned = tune_gap_decisions(gold, raw, pipe.decoder.calibration(), fit=calibrate)
-    return GapThresholdResult(nlp, name, len(gold), tuned["calibration"], tuned["threshold"], tuned["table"], tuned["reliability"])
+    return GapThresholdResult(
+        nlp, name, len(gold), tuned["calibration"], tuned["threshold"], tuned["table"], tuned["reliability"]
+    )

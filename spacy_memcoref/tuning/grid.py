@@ -1,5 +1,6 @@
 """The grids tuning tries, and the one rule that picks a value from a scored
 grid (`best_on_grid`)."""
+
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 # s2e link thresholds: -6.0, -5.75, ..., 2.0

@@ -7,6 +7,7 @@ all spans, so 0 can link far too little; the antecedent ranking does not
 depend on the threshold, so the model predicts once a document and the
 decoder (decoders.s2e.S2EDecoder) decodes that prediction at every threshold.
 """
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -22,7 +23,15 @@ from .grid import LINK_THRESHOLDS, best_on_grid
 from .run import coref_component
 from .save import save_with_settings
 
-SCORE_KEYS = ("coref_conll_f", "coref_muc_f", "coref_b3_f", "coref_ceafe_f", "coref_lea_f", "coref_mentions_p", "coref_mentions_r")
+SCORE_KEYS = (
+    "coref_conll_f",
+    "coref_muc_f",
+    "coref_b3_f",
+    "coref_ceafe_f",
+    "coref_lea_f",
+    "coref_mentions_p",
+    "coref_mentions_r",
+)
 # ties go to the threshold nearest the paper's decision (the null antecedent's score)
 TIE_ANCHOR = 0.0
 
@@ -46,7 +55,10 @@ def predict_each(pipe: Any, docs: Sequence[Any]) -> List[Dict[str, Any]]:
 
 
 def scores_by_threshold(
-    pipe: Any, examples: Sequence[Example], predictions: Sequence[Dict[str, Any]], thresholds: Iterable[float] = LINK_THRESHOLDS
+    pipe: Any,
+    examples: Sequence[Example],
+    predictions: Sequence[Dict[str, Any]],
+    thresholds: Iterable[float] = LINK_THRESHOLDS,
 ) -> Dict[float, Dict[str, float]]:
     """Coreference scores (fractions) of the examples' predicted Docs decoded
     at each threshold; the predicted Docs are left with the last decoding."""
@@ -135,12 +147,17 @@ class LinkThresholdResult:
         """The line that says what was chosen and where it was stored."""
         return (
             f"best threshold {self.threshold:.2f} (CoNLL F1 {100 * self.table[self.threshold]['coref_conll_f']:.2f} on {self.n_docs} docs); "
-            f"stored as components.{self.component}.link_threshold in {output}" + (f" (from {self.model})" if among_several else "")
+            f"stored as components.{self.component}.link_threshold in {output}"
+            + (f" (from {self.model})" if among_several else "")
         )
 
     def summary(self, *, among_several: bool = False) -> Dict[str, Any]:
         """The threshold and its scores (and, among several, the model): the command's JSON line."""
-        return {"threshold": self.threshold, **self.table[self.threshold], **({"model": self.model} if among_several else {})}
+        return {
+            "threshold": self.threshold,
+            **self.table[self.threshold],
+            **({"model": self.model} if among_several else {}),
+        }
 
 
 def tune_pipeline_link_threshold(

@@ -1,5 +1,6 @@
 """Choosing PeTra's people-count alpha (paper §3.5) on development documents,
 and counting the people in texts with it (`count-people`)."""
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -16,7 +17,9 @@ from .run import petra_component, pipe_all
 from .save import save_with_settings
 
 
-def choose_alpha(overwrites: list, gold: list, grid: Sequence[float] = PROBABILITY_GRID) -> Tuple[float, List[Tuple[float, int, int]]]:
+def choose_alpha(
+    overwrites: list, gold: list, grid: Sequence[float] = PROBABILITY_GRID
+) -> Tuple[float, List[Tuple[float, int, int]]]:
     """The people-counting threshold with the fewest wrong counts, then the
     smallest total absolute error (ties: the middle of the tied alphas,
     tuning.grid).
@@ -29,7 +32,10 @@ def choose_alpha(overwrites: list, gold: list, grid: Sequence[float] = PROBABILI
     """
     alphas = numpy.asarray(grid, dtype=numpy.float32)
     predicted = numpy.stack(
-        [(numpy.asarray(o, dtype=numpy.float32).reshape(-1)[None, :] >= alphas[:, None]).sum(axis=1) for o in overwrites],
+        [
+            (numpy.asarray(o, dtype=numpy.float32).reshape(-1)[None, :] >= alphas[:, None]).sum(axis=1)
+            for o in overwrites
+        ],
         axis=1,
     )  # [alphas, docs]
     diff = numpy.abs(predicted - numpy.asarray(gold)[None, :])
@@ -108,7 +114,9 @@ class PeopleCountResult:
         for (_, ex_id, _, gold), predicted in zip(self.rows, self.counts):
             lines.append(f"{ex_id:<20} {gold:5d} {predicted:5d} {predicted - gold:+5d}")
         lines.append(f"alpha = {self.alpha:.2f} ({self.alpha_source})")
-        lines.append(f"errors: {self.n_wrong} of {len(self.rows)} docs have a wrong count; mean absolute error {self.mae:.2f}")
+        lines.append(
+            f"errors: {self.n_wrong} of {len(self.rows)} docs have a wrong count; mean absolute error {self.mae:.2f}"
+        )
         return lines
 
     def save(self, output: Union[str, Path]) -> Dict[str, Any]:
@@ -125,7 +133,12 @@ class PeopleCountResult:
 
 
 def count_pipeline_people(
-    nlp: Language, data: PeopleRows, *, alpha: Optional[float] = None, component: Optional[str] = None, batch_size: int = 16
+    nlp: Language,
+    data: PeopleRows,
+    *,
+    alpha: Optional[float] = None,
+    component: Optional[str] = None,
+    batch_size: int = 16,
 ) -> PeopleCountResult:
     """People counting (PeTra paper §3.5) with a pipeline: predicted count =
     the number of (token, cell) with overwrite probability o_t^i >= alpha.

@@ -2,6 +2,7 @@
 every input gives its Doc back (`pipe_all`), gold clusters are dropped
 before (`annotate_docs`), and the component tuned is found by name or kind
 (`petra_component`, `coref_component`)."""
+
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
@@ -61,5 +62,7 @@ def coref_component(nlp: Language, component: Optional[str], model: str) -> Tupl
     names = [name for name, _ in coref_components(nlp)]
     name = component or (names[0] if names else None)
     if name is None or name not in nlp.pipe_names:
-        raise ValueError(f"{model}: no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})")
+        raise ValueError(
+            f"{model}: no coreference component {component or ''!r} in the pipeline ({', '.join(nlp.pipe_names)})"
+        )
     return name, nlp.get_pipe(name)

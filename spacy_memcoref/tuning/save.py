@@ -1,6 +1,7 @@
 """Saving a pipeline: the one rule of where a command may write one
 (`check_pipeline_output`), and saving with new decoder settings of one
 component (`save_with_settings`)."""
+
 import contextlib
 import os
 import shutil
@@ -48,7 +49,9 @@ def check_pipeline_output(output: Union[str, Path], inputs: Iterable[Optional[Un
     output = Path(output)
     refuse_overwriting_input([Path(source) for source in inputs if source is not None], output)
     if output.exists() and not output.is_dir():
-        raise DataFormatError(output, None, "exists and is a file, not a folder to write a pipeline to; give another output path")
+        raise DataFormatError(
+            output, None, "exists and is a file, not a folder to write a pipeline to; give another output path"
+        )
     for parent in output.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -94,7 +97,9 @@ def pipeline_output_dir(output: Union[str, Path]) -> Iterator[Path]:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def save_with_settings(nlp: Language, component: str, updates: Dict[str, Any], output: Union[str, Path]) -> Dict[str, Any]:
+def save_with_settings(
+    nlp: Language, component: str, updates: Dict[str, Any], output: Union[str, Path]
+) -> Dict[str, Any]:
     """Apply `updates` to the component's decoder and save the pipeline to
     `output` with them. Every setting chosen after training
     (decoder.COMPONENT_SETTINGS: s2e's link_threshold, PeTra's gap_threshold,
@@ -124,4 +129,3 @@ def save_with_settings(nlp: Language, component: str, updates: Dict[str, Any], o
     nlp.get_pipe_config(component).update(stored)
     nlp.to_disk(output)
     return stored
-

@@ -19,6 +19,7 @@ a gradient scaler), so it cannot serve a CPU. Nothing about the saved
 pipeline changes; the autocast is installed again on the first call after
 loading. torch is imported by the functions that need it, never at import.
 """
+
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -93,7 +94,11 @@ def bf16_autocast(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc],
     RETURNS (Model[List[Doc], List[Floats2d]]): the same tok2vec, wrapped.
     """
     return patching_transformer(
-        "bf16_autocast_transformer", tok2vec, lambda hf_model, attrs: install(hf_model), dict(tok2vec.attrs), option="bfloat16"
+        "bf16_autocast_transformer",
+        tok2vec,
+        lambda hf_model, attrs: install(hf_model),
+        dict(tok2vec.attrs),
+        option="bfloat16",
     )
 
 
@@ -103,7 +108,11 @@ def install(hf_model) -> None:
     layers (`int8`): they take float32 inputs and are the faster path."""
     from .int8 import INT8_MARK
 
-    if getattr(hf_model, AUTOCAST_MARK, False) or getattr(hf_model, INT8_MARK, False) or getattr(hf_model, OFF_MARK, False):
+    if (
+        getattr(hf_model, AUTOCAST_MARK, False)
+        or getattr(hf_model, INT8_MARK, False)
+        or getattr(hf_model, OFF_MARK, False)
+    ):
         return
     forward = hf_model.forward
     setattr(hf_model, _FLOAT32_FORWARD, forward)

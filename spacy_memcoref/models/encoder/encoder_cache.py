@@ -4,6 +4,7 @@ Doc's words); the partly frozen transformer keeps a window's bottom-layer
 output (keyed by its word-piece ids). Neither imports torch here: a value is
 any array with `nbytes` (numpy, cupy, torch).
 """
+
 import hashlib
 from collections import OrderedDict
 from typing import Any, Hashable, Optional, Sequence

@@ -8,6 +8,7 @@ EncoderCache keyed by the Doc's words: later epochs and evaluations run the
 encoder only on texts it has not seen. A pipeline that only predicts never
 fills the cache.
 """
+
 from typing import Any, List, Optional, Tuple, cast
 
 from spacy.tokens import Doc
@@ -98,7 +99,11 @@ class _CachingForward:
             return _frozen_forward(model, docs, None, None)
         if self.cache_dir is not None and self.disk is None:
             # the weights are fixed from here on: fingerprint them once
-            settings: Tuple[Any, ...] = ("frozen_encoder", model.attrs["encoder_layers"], model.layers[0].attrs.get("inference_segments"))
+            settings: Tuple[Any, ...] = (
+                "frozen_encoder",
+                model.attrs["encoder_layers"],
+                model.layers[0].attrs.get("inference_segments"),
+            )
             skip = model.attrs.get("skip_top_layers", 0)
             if skip:  # appended only when set, so caches written before stay valid
                 settings += ("skip_top_layers", skip)
@@ -185,7 +190,9 @@ def _last_layers(model: Model, docs: List[Doc], k: int, skip: int = 0) -> List[F
                 f"encoder_layers = {k} and skip_top_layers = {skip} need {k + skip} hidden states, "
                 f"but the transformer has only {len(hidden)}"
             )
-        layers = [ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[len(hidden) - skip - k : len(hidden) - skip]]
+        layers = [
+            ops.reshape2f(layer, -1, layer.shape[-1]) for layer in hidden[len(hidden) - skip - k : len(hidden) - skip]
+        ]
         src = ops.xp.concatenate(layers, axis=1)
         dst, _ = apply_alignment(ops, data.align, src)
         outputs.append(pooling.predict(dst))

@@ -22,6 +22,7 @@ torch 2.13 marks eager-mode quantization as migrating to torchao; it is
 still torch's own API and needs no other package, so it is used here (the
 warning is silenced where this module calls it).
 """
+
 import warnings
 from typing import Dict, Iterable
 

@@ -12,6 +12,7 @@ after loading.
 
 torch is imported by the functions that need it, never at module import.
 """
+
 from typing import List, cast
 
 from spacy.tokens import Doc
@@ -60,7 +61,9 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
             f"not {type(hf_model).__name__}"
         )
     if not 1 <= trainable_layers <= len(layers):
-        raise ValueError(f"trainable_layers must be between 1 and {len(layers)} for this transformer, got {trainable_layers}")
+        raise ValueError(
+            f"trainable_layers must be between 1 and {len(layers)} for this transformer, got {trainable_layers}"
+        )
     pad_id = hf_model.config.pad_token_id
     if pad_id is None:
         raise ValueError("trainable_layers needs a transformer config with a pad_token_id")
@@ -127,7 +130,9 @@ def install(hf_model, trainable_layers: int, cache_mb: int) -> None:
             fresh = bottom(
                 input_ids[index],
                 token_type_ids[index] if token_type_ids is not None else None,
-                position_ids[index] if position_ids is not None and position_ids.shape[0] == input_ids.shape[0] else position_ids,
+                position_ids[index]
+                if position_ids is not None and position_ids.shape[0] == input_ids.shape[0]
+                else position_ids,
             )
             for i, row in enumerate(missing):
                 cache.put(keys[row], fresh[i, : lengths[row]].clone())

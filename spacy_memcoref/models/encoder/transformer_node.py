@@ -2,6 +2,7 @@
 importing spacy_transformers (the frozen and partly frozen encoders and the
 builders' option checks all ask), and changing its Hugging Face model in
 place in a way that survives loading."""
+
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, cast
 
 from thinc.api import Model

@@ -3,6 +3,7 @@ tensors only and checked against the checksum saved with them (see
 `torch_weights`). `build_embedded_transformer` gives its TransformerModel
 this shim. Imports spacy_transformers: only import it from a model builder.
 """
+
 import warnings
 
 import srsly

@@ -22,6 +22,7 @@ Pieces (all built by `build_petra`):
   probabilities, calibrated and with their threshold from the component's
   settings).
 """
+
 from typing import Any, List, Optional, Tuple
 
 from spacy.tokens import Doc
@@ -131,7 +132,10 @@ def build_petra(
     )
     _check(_is_number(dropout) and 0.0 <= dropout < 1.0, f"dropout must be in [0, 1), got {dropout!r}")
     _check(isinstance(learned_init, bool), f"learned_init must be true or false, got {learned_init!r}")
-    _check(_is_int(fixed_key_size) and fixed_key_size >= 0, f"fixed_key_size must be an integer >= 0, got {fixed_key_size!r}")
+    _check(
+        _is_int(fixed_key_size) and fixed_key_size >= 0,
+        f"fixed_key_size must be an integer >= 0, got {fixed_key_size!r}",
+    )
     _check(
         fixed_key_size < hidden_size,
         f"fixed_key_size ({fixed_key_size}) must be smaller than hidden_size ({hidden_size})",
@@ -145,7 +149,9 @@ def build_petra(
         _is_number(entity_threshold) and 0.0 < entity_threshold <= 1.0,
         f"entity_threshold must be in (0, 1], got {entity_threshold!r}",
     )
-    _check(_is_int(min_mentions) and min_mentions >= 1, f"min_mentions must be a positive integer, got {min_mentions!r}")
+    _check(
+        _is_int(min_mentions) and min_mentions >= 1, f"min_mentions must be a positive integer, got {min_mentions!r}"
+    )
     _check(isinstance(layer_mix, bool), f"layer_mix must be true or false, got {layer_mix!r}")
     _check(
         not layer_mix or (_is_int(encoder_layers) and encoder_layers > 1),
@@ -219,4 +225,3 @@ def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[To
         if spans is not None:
             gap = tuple((span.start, span.end - 1) for span in spans)
     return tokens, gap
-

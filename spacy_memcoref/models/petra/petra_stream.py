@@ -10,6 +10,7 @@ previous piece. Reading a document in pieces this way gives the memory log
 of reading it whole, when each piece's context holds everything before it
 (tested).
 """
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -85,7 +86,9 @@ def read_on(model: Model, doc: Doc, start: int, state: Optional[MemoryState]) ->
         head.train(training)
 
 
-def _read(tok2vec: Model, head, petra, doc: Doc, start: int, state: Optional[MemoryState], device, dtype, n: int, d: int) -> PieceReading:
+def _read(
+    tok2vec: Model, head, petra, doc: Doc, start: int, state: Optional[MemoryState], device, dtype, n: int, d: int
+) -> PieceReading:
     import torch
     from thinc.api import xp2torch
 

@@ -55,6 +55,7 @@ Decisions where the paper leaves room (each cited where it is made):
   ``min_mentions`` (default 2) mentions are dropped, like spaCy's coref
   clusters (singletons are not clusters).
 """
+
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union, cast
 
@@ -212,16 +213,11 @@ class PeTra(nn.Module):
             graph when it is on; detach them before storing.
         """
         if gold is not None and len(gold) != len(features):
-            raise ValueError(
-                f"gold has {len(gold)} entries but there are {len(features)} documents"
-            )
+            raise ValueError(f"gold has {len(gold)} entries but there are {len(features)} documents")
         h, lengths = self.encode(features)
         padded, _ = self.run_controller(h, lengths)
         # lengths from the host-side shapes: no device sync to slice the logs
-        logs = [
-            {key: padded[key][b, : int(x.shape[0])] for key in LOG_KEYS}
-            for b, x in enumerate(features)
-        ]
+        logs = [{key: padded[key][b, : int(x.shape[0])] for key in LOG_KEYS} for b, x in enumerate(features)]
         loss = None
         if gold is not None:
             loss = self.get_loss(logs, gold)
@@ -241,10 +237,7 @@ class PeTra(nn.Module):
         dtype = cast(Tensor, self.gru.weight_ih_l0).dtype
         for b, x in enumerate(features):
             if x.dim() != 2 or x.shape[1] != self.input_size:
-                raise ValueError(
-                    f"document {b}: features must have shape [T, {self.input_size}], "
-                    f"got {tuple(x.shape)}"
-                )
+                raise ValueError(f"document {b}: features must have shape [T, {self.input_size}], got {tuple(x.shape)}")
             if x.device != device:
                 raise ValueError(f"document {b} is on {x.device}, document 0 on {device}")
         lens = [int(x.shape[0]) for x in features]
@@ -539,9 +532,7 @@ def gold_token_pairs(
             table[(start, t)] = (1.0, SAME_SPAN_WEIGHT)
     for a, b, label in gold.pairs:
         if not (0 <= a < len(gold.spans) and 0 <= b < len(gold.spans)):
-            raise ValueError(
-                f"{where}: pair ({a}, {b}) names a span index outside 0..{len(gold.spans) - 1}"
-            )
+            raise ValueError(f"{where}: pair ({a}, {b}) names a span index outside 0..{len(gold.spans) - 1}")
         label = float(label)
         if not (0.0 <= label <= 1.0):
             raise ValueError(f"{where}: pair ({a}, {b}) has label {label}, not in [0, 1]")
@@ -603,12 +594,7 @@ def span_link_probability(log: LogLike, span_a: TokenSpan, span_b: TokenSpan) ->
     span_b (TokenSpan): inclusive token range.
     RETURNS (Tensor): a 0-dim probability (1.0 for the same single token).
     """
-    pairs = [
-        (i, j)
-        for i in range(span_a[0], span_a[1] + 1)
-        for j in range(span_b[0], span_b[1] + 1)
-        if i != j
-    ]
+    pairs = [(i, j) for i in range(span_a[0], span_a[1] + 1) for j in range(span_b[0], span_b[1] + 1) if i != j]
     over = torch.as_tensor(log["overwrite"])
     if not pairs:
         if span_a[1] < span_a[0] or span_b[1] < span_b[0]:

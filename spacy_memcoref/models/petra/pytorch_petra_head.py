@@ -14,6 +14,7 @@ PyTorch (and numpy): this module never imports spaCy or Thinc.
   the memory log, the log itself and, for a GAP document, the link
   probabilities of A and B with the pronoun.
 """
+
 from typing import Any, Dict, Optional, Tuple
 
 import numpy

@@ -14,6 +14,7 @@ takes the next best; deciding which of them link (the link threshold, the
 rules of decoders.constraints) and building the clusters is the decoder's
 (decoders.s2e).
 """
+
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -204,9 +205,7 @@ class S2EHead(nn.Module):
 
     # ----- mention candidates -------------------------------------------------
 
-    def score_mentions(
-        self, tokens: Tensor, sent_ids: Optional[Tensor]
-    ) -> Tuple[Tensor, Tensor, Tensor]:
+    def score_mentions(self, tokens: Tensor, sent_ids: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
         """Score every span of width <= max_width (within one sentence when
         sentences are known), one width at a time: O(T * max_width) scores.
 
@@ -228,9 +227,7 @@ class S2EHead(nn.Module):
         )
         return spans, (m_start, m_end)
 
-    def top_candidates(
-        self, starts: Tensor, ends: Tensor, scores: Tensor, n_tokens: int
-    ) -> Tensor:
+    def top_candidates(self, starts: Tensor, ends: Tensor, scores: Tensor, n_tokens: int) -> Tensor:
         """Indices of the ceil(lambda * T) best candidates, in text order
         (by start, then end), so "c before q" is "lower index"."""
         k = min(max(1, math.ceil(self.top_lambda * n_tokens)), scores.shape[0])
@@ -280,9 +277,7 @@ class S2EHead(nn.Module):
             valid = valid & (q_index - c_index <= self.max_antecedents)
         return scores.masked_fill(~valid, NEG_INF), lo
 
-    def _antecedent_inputs(
-        self, tokens: Tensor, starts: Tensor, ends: Tensor
-    ) -> Tuple[Tensor, Tensor]:
+    def _antecedent_inputs(self, tokens: Tensor, starts: Tensor, ends: Tensor) -> Tuple[Tensor, Tensor]:
         """Fold the four bilinear terms into one 2h-wide dot product:
         f_a(c, q) = (S2S a^s_q + E2S a^e_q) . a^s_c + (E2E a^e_q + S2E a^s_q) . a^e_c,
         the same sum as the four terms, with half the width of the K x K
@@ -346,9 +341,13 @@ class S2EHead(nn.Module):
             )
             # without GUM's layer (clusters alone), the mentions the data marks
             every_mention = clusters + ([] if aux is None else [[span] for span in aux.mentions])
-            loss = loss + self.all_mentions_loss_weight * self._span_bce(any_starts, any_ends, any_scores, every_mention, n_tokens)
+            loss = loss + self.all_mentions_loss_weight * self._span_bce(
+                any_starts, any_ends, any_scores, every_mention, n_tokens
+            )
         if self.mention_loss_weight > 0:
-            loss = loss + self.mention_loss_weight * self._span_bce(all_starts, all_ends, all_scores, clusters, n_tokens)
+            loss = loss + self.mention_loss_weight * self._span_bce(
+                all_starts, all_ends, all_scores, clusters, n_tokens
+            )
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
@@ -432,7 +431,9 @@ class S2EHead(nn.Module):
         # view of what a mention refers to, for the entity vectors (two MLPs
         # over the candidates' endpoints; only the kept candidates: every
         # mention the decoder writes is one)
-        endpoints = torch.cat([self.antecedent_start(doc.tokens[starts]), self.antecedent_end(doc.tokens[ends])], dim=-1)
+        endpoints = torch.cat(
+            [self.antecedent_start(doc.tokens[starts]), self.antecedent_end(doc.tokens[ends])], dim=-1
+        )
         links = (starts.tolist(), ends.tolist(), choices[:, 0].tolist(), scores[:, 0].tolist())
         kept_choices, kept_scores = [], []
         for row, row_scores in zip(choices.tolist(), scores.tolist()):
@@ -480,4 +481,3 @@ def gold_cluster_ids(starts: Tensor, ends: Tensor, gold: Clusters, n_tokens: int
     pos = torch.searchsorted(gold_keys, cand_keys).clamp(max=gold_keys.shape[0] - 1)
     hit = gold_keys[pos] == cand_keys
     return torch.where(hit, gold_vals[pos], ids)
-

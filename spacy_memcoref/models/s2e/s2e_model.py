@@ -3,6 +3,7 @@
 torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
+
 from typing import Dict, List, Optional, Union
 
 from spacy.tokens import Doc
@@ -129,7 +130,10 @@ def build_s2e(
     RETURNS (Model): input (docs, gold clusters or None), output (loss, one
         decoders.predictions.S2EPrediction a doc).
     """
-    _check(isinstance(hidden_size, int) and hidden_size >= 1, f"hidden_size must be a positive integer, got {hidden_size!r}")
+    _check(
+        isinstance(hidden_size, int) and hidden_size >= 1,
+        f"hidden_size must be a positive integer, got {hidden_size!r}",
+    )
     _check(0.0 <= dropout < 1.0, f"dropout must be in [0, 1), got {dropout!r}")
     _check(isinstance(max_width, int) and max_width >= 1, f"max_width must be a positive integer, got {max_width!r}")
     _check(0.0 < top_lambda <= 1.0, f"top_lambda must be in (0, 1], got {top_lambda!r}")
@@ -138,7 +142,9 @@ def build_s2e(
         f"max_antecedents must be a positive integer or null, got {max_antecedents!r}",
     )
     _check(head_lr_scale > 0, f"head_lr_scale must be positive, got {head_lr_scale!r}")
-    _check(isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}")
+    _check(
+        isinstance(chunk_size, int) and chunk_size >= 1, f"chunk_size must be a positive integer, got {chunk_size!r}"
+    )
     _check(mention_loss_weight >= 0, f"mention_loss_weight must be >= 0, got {mention_loss_weight!r}")
     try:
         decoder = S2EDecoder(link_threshold)
@@ -182,7 +188,9 @@ def build_s2e(
         )
 
     if freeze_encoder:
-        tok2vec = frozen_encoder(tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb, cache_dir=frozen_cache_dir)
+        tok2vec = frozen_encoder(
+            tok2vec, encoder_layers=encoder_layers, cache_mb=frozen_cache_mb, cache_dir=frozen_cache_dir
+        )
     return build_coref_model(
         "s2e",
         tok2vec,

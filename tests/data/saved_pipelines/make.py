@@ -8,6 +8,7 @@ README.md, with what they predicted then (expected.json).
 Run it only to add a pipeline saved by a new version (in a new folder):
 the point of these files is that they were written by older code.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -57,7 +58,9 @@ def _predictions(nlp, texts):
     out = []
     for doc in nlp.pipe(texts):
         clusters = sorted(
-            sorted([s.start, s.end] for s in group) for key, group in doc.spans.items() if key.startswith("coref_clusters")
+            sorted([s.start, s.end] for s in group)
+            for key, group in doc.spans.items()
+            if key.startswith("coref_clusters")
         )
         item = {"clusters": clusters, "resolved": resolve(doc).text}
         if doc.has_extension("memory_log") and doc._.memory_log is not None:
@@ -75,19 +78,32 @@ def main(folder: str) -> None:
     out = HERE / folder
     out.mkdir(parents=True, exist_ok=True)
     s2e_model = {
-        "@architectures": "spacy_memcoref.S2E.v1", "hidden_size": 32, "max_width": 10, "dropout": 0.0,
-        "head_lr_scale": 1.0, "tok2vec": TINY_CNN,
+        "@architectures": "spacy_memcoref.S2E.v1",
+        "hidden_size": 32,
+        "max_width": 10,
+        "dropout": 0.0,
+        "head_lr_scale": 1.0,
+        "tok2vec": TINY_CNN,
     }
     s2e = _trained("memcoref", s2e_model, make_examples, steps=80, rate=0.003)
     # as tune-link-threshold stores it
     save_with_settings(s2e, "memcoref", {"link_threshold": -0.5}, out / "s2e")
     petra_model = {
-        "@architectures": "spacy_memcoref.PeTra.v1", "hidden_size": 16, "mlp_size": 16, "num_cells": 3,
-        "encoder_layers": 1, "tok2vec": TINY_CNN,
+        "@architectures": "spacy_memcoref.PeTra.v1",
+        "hidden_size": 16,
+        "mlp_size": 16,
+        "num_cells": 3,
+        "encoder_layers": 1,
+        "tok2vec": TINY_CNN,
     }
     petra = _trained("memcoref_petra", petra_model, gap_examples, steps=10, rate=0.01)
     # as tune-gap-threshold and count-people --output store them
-    save_with_settings(petra, "memcoref_petra", {"gap_threshold": 0.45, "gap_calibration": [1.5, 0.5], "people_alpha": 0.3}, out / "petra")
+    save_with_settings(
+        petra,
+        "memcoref_petra",
+        {"gap_threshold": 0.45, "gap_calibration": [1.5, 0.5], "people_alpha": 0.3},
+        out / "petra",
+    )
     expected = {
         "s2e": _predictions(spacy.load(out / "s2e"), TEXTS),
         "petra": _predictions(spacy.load(out / "petra"), TEXTS),
