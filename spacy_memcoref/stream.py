@@ -134,7 +134,8 @@ class Stream:
     ) -> None:
         from .pipeline.coref_component import coref_components, coref_kind
 
-        if not coref_components(nlp):
+        found = coref_components(nlp)
+        if not found:
             raise ValueError(f"Stream needs a pipeline with a memcoref component; this one has {nlp.pipe_names}")
         _check_positive("window_tokens", window_tokens)
         _check_positive("max_entities", max_entities)
@@ -142,7 +143,7 @@ class Stream:
         self.window_tokens = window_tokens
         self.max_entities = max_entities
         self.prefix = prefix
-        name, component = coref_components(nlp)[0]
+        name, component = found[0]
         self._coref_name = name
         self._coref = component
         self._model_prefix = component.prefix
@@ -323,14 +324,7 @@ class Stream:
 
     def _window_for(self, piece: _Piece) -> List[_Piece]:
         """The latest earlier pieces that fit in window_tokens beside the new one."""
-        budget = self.window_tokens - piece.n_tokens
-        window: List[_Piece] = []
-        for earlier in reversed(self._pieces):
-            if earlier.n_tokens > budget:
-                break
-            budget -= earlier.n_tokens
-            window.append(earlier)
-        return window[::-1]
+        return _latest_within(self._pieces, self.window_tokens - piece.n_tokens)
 
     def _read(self, pieces: List[_Piece], *, until_coref: bool = False) -> Tuple["Doc", List[int]]:
         """Run the pipeline over the pieces joined by whitespace (a space
@@ -585,15 +579,20 @@ class Stream:
 
     def _prune(self) -> None:
         """Keep the window and the table within their bounds."""
-        kept, budget = [], self.window_tokens
-        for p in reversed(self._pieces):
-            if p.n_tokens > budget:
-                break
-            budget -= p.n_tokens
-            kept.append(p)
-        self._pieces = kept[::-1]
+        self._pieces = _latest_within(self._pieces, self.window_tokens)
         while len(self._entities) > self.max_entities:
             self._entities.popitem(last=False)
+
+
+def _latest_within(pieces: List[_Piece], budget: int) -> List[_Piece]:
+    """The latest whole pieces whose tokens fit in `budget`, in text order."""
+    kept: List[_Piece] = []
+    for piece in reversed(pieces):
+        if piece.n_tokens > budget:
+            break
+        budget -= piece.n_tokens
+        kept.append(piece)
+    return kept[::-1]
 
 
 def _is_first_person(span: "Span") -> bool:
