@@ -21,9 +21,10 @@ The entity id of a cluster the model finds in the window, for its mentions
 in the new piece, is decided by these rules, first that applies:
 
 1. a first-person singular pronoun (I, me, my, mine, myself) of a piece
-   with a speaker is the speaker (an entity of its own, named after the
-   speaker), whatever the model clustered it with; a speaker's lone "I",
-   which s2e leaves unclustered, is the speaker too;
+   with a speaker is the speaker (the entity named as the speaker, else an
+   entity of its own named after the speaker), whatever the model
+   clustered it with; a speaker's lone "I", which s2e leaves unclustered,
+   is the speaker too;
 2. a cluster with mentions in earlier pieces that already have an id takes
    the id of the latest of them (the nearest antecedent's entity);
 3. a cluster holding the new piece's speaker's "I" is the speaker;
@@ -508,10 +509,14 @@ class Stream:
         return self._new_entity(name)
 
     def _speaker_entity(self, speaker: str) -> int:
+        """The speaker's entity: the one that is the speaker, else the
+        latest one named as the speaker (Ann's "Hi Ben" before Ben speaks),
+        else a new one."""
         for entity in self._entities.values():
             if entity.speaker == speaker:
                 return entity.id
-        entity_id = self._new_entity(speaker)
+        named = [e for e in self._entities.values() if e.speaker is None and e.name == speaker]
+        entity_id = named[-1].id if named else self._new_entity(speaker)
         self._entities[entity_id].speaker = speaker
         return entity_id
 

@@ -139,6 +139,14 @@ def test_a_cluster_takes_the_id_of_its_latest_earlier_mention(oracle_nlp):
     assert id_of(fourth, "He") != alice and stream.entity(id_of(fourth, "He")).name == "Bob"
 
 
+def test_a_speakers_I_is_the_entity_already_named_as_the_speaker(oracle_nlp):
+    stream = Stream(oracle_nlp)
+    bob = id_of(stream.add("Hi Bob, are you Bob?", speaker="Alice"), "Bob")
+    reply = stream.add("I am.", speaker="Bob")
+    assert id_of(reply, "I") == bob and stream.entity(bob).speaker == "Bob"
+    assert id_of(stream.add("I left.", speaker="Alice"), "I") != bob
+
+
 def test_an_entity_that_left_the_window_is_found_again_by_its_name(oracle_nlp):
     stream = Stream(oracle_nlp, window_tokens=8)
     first = stream.add("Alice met Carol. Alice")
