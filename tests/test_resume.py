@@ -170,6 +170,64 @@ def test_a_checkpoint_of_another_config_is_refused(run, tmp_path):
         _quiet_train(_init(config), tmp_path / "empty", resume=True)
 
 
+def _as_written_by_an_older_version(checkpoint: Path, edit) -> None:
+    """Rewrite the checkpoint's saved config with `edit` (text -> text) and
+    its digest and checksums to match, as the older code would have."""
+    import hashlib
+
+    from spacy_memcoref.training import checkpoint as ckpt
+    from spacy_memcoref.util import file_sha256
+
+    config = checkpoint / ckpt.MODEL / "config.cfg"
+    text = edit(config.read_text(encoding="utf8"))
+    config.write_text(text, encoding="utf8")
+    state = json.loads((checkpoint / ckpt.STATE).read_text(encoding="utf8"))
+    state["config_sha256"] = hashlib.sha256(text.encode("utf8")).hexdigest()
+    (checkpoint / ckpt.STATE).write_text(json.dumps(state), encoding="utf8")
+    marker = json.loads((checkpoint / ckpt.MARKER).read_text(encoding="utf8"))
+    marker[ckpt.STATE] = file_sha256(checkpoint / ckpt.STATE)
+    (checkpoint / ckpt.MARKER).write_text(json.dumps(marker), encoding="utf8")
+
+
+def _drop_setting_and_reorder(text: str) -> str:
+    """The component's `entity_vectors` setting absent (a version before it
+    existed) and the component's settings in another order."""
+    lines = text.splitlines()
+    start = lines.index("[components.memcoref]") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("["))
+    settings = [line for line in lines[start:end] if line.strip() and not line.startswith("entity_vectors")]
+    return "\n".join(lines[:start] + settings[::-1] + [""] + lines[end:]) + "\n"
+
+
+def test_a_checkpoint_of_an_older_version_resumes_where_only_defaults_were_added(run, tmp_path):
+    """A checkpoint written before the code gained a setting (filled now at
+    its default) and with its settings in another order continues the same
+    run, bit for bit; the log names the added setting. A value that differs
+    is refused, the setting named."""
+    from spacy_memcoref.errors import CheckpointError, TrainingStopped
+
+    config, whole = run
+    with pytest.raises(TrainingStopped):
+        _quiet_train(_init(config), tmp_path, stop_after=6)
+    _as_written_by_an_older_version(tmp_path / "checkpoint-0000006", _drop_setting_and_reorder)
+    import io
+
+    from spacy_memcoref.training.loop import train
+
+    log = io.StringIO()
+    train(_init(config), tmp_path, resume=True, stdout=log, stderr=io.StringIO())
+    assert "components.memcoref.entity_vectors = True" in log.getvalue()
+    _assert_same_weights(whole / "model-last", tmp_path / "model-last")
+
+    again = tmp_path / "again"
+    with pytest.raises(TrainingStopped):
+        _quiet_train(_init(config), again, stop_after=6)
+    _as_written_by_an_older_version(again / "checkpoint-0000006", _drop_setting_and_reorder)
+    # the setting absent but the current value away from its default: a difference
+    with pytest.raises(CheckpointError, match="components.memcoref.entity_vectors: \\(absent\\) -> False"):
+        _quiet_train(_init(config, **{"components.memcoref.entity_vectors": False}), again, resume=True)
+
+
 def test_stop_after_needs_an_output_folder(tmp_path):
     """stop_after stops with a checkpoint: without an output folder it is
     refused before the first update (it was a TypeError at the stop)."""

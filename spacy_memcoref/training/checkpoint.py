@@ -63,6 +63,8 @@ class TrainState:
         random state just before that step's batch was drawn (the shuffle of
         the epoch happens then).
     random_states (Optional[Dict[str, Any]]): see below; None in a new run.
+    added_settings (List[str]): settings the checkpoint's config lacks that
+        this version fills at their defaults (`config_differences`).
     """
 
     next_step: int = 0
@@ -75,12 +77,78 @@ class TrainState:
     # a loaded checkpoint's random states (Python, numpy, torch), which the
     # loop sets once it has drawn again the batches already trained on
     random_states: Optional[Dict[str, Any]] = None
+    added_settings: List[str] = field(default_factory=list)
 
 
 def config_digest(nlp: Language) -> str:
     """The SHA-256 of the pipeline's config as text: a checkpoint continues
-    only the run of the same config (overrides included)."""
+    only the run of the same config (overrides included). Where the digests
+    differ, `config_differences` decides."""
     return hashlib.sha256(nlp.config.to_str().encode("utf8")).hexdigest()
+
+
+def _flat(config: Dict[str, Any], prefix: Tuple[str, ...] = ()) -> Dict[Tuple[str, ...], Any]:
+    found: Dict[Tuple[str, ...], Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            found.update(_flat(value, prefix + (key,)))
+        else:
+            found[prefix + (key,)] = value
+    return found
+
+
+def _default_of(current: Dict[str, Any], place: Tuple[str, ...]) -> Tuple[bool, Any]:
+    """(True, the default) where `place` is a setting with a default: a
+    component factory's setting or an argument of a registered function."""
+    import inspect
+
+    from spacy.util import registry
+
+    section: Any = current
+    for key in place[:-1]:
+        section = section[key]
+    setting = place[-1]
+    if len(place) == 3 and place[0] == "components" and "factory" in section:
+        defaults = Language.get_factory_meta(section["factory"]).default_config or {}
+        return (setting in defaults, defaults.get(setting))
+    for key, name in section.items():
+        if key.startswith("@"):
+            try:
+                function = registry.get(key[1:], name)
+            except Exception:  # an unknown registry or name: no default known
+                return (False, None)
+            parameter = inspect.signature(function).parameters.get(setting)
+            if parameter is None or parameter.default is inspect.Parameter.empty:
+                return (False, None)
+            return (True, parameter.default)
+    return (False, None)
+
+
+def config_differences(saved: Dict[str, Any], current: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """How the config a checkpoint was written with differs from the current
+    one, key order aside: (differences, added) as `section.key` lines.
+
+    A setting the saved config lacks that the current one has *at its
+    default* (a component factory's setting or a registered function's
+    argument that a newer version of the code added) is `added`, not a
+    difference: the run it continues is the same run. Anything else (a
+    value changed, a setting gone, a new one away from its default) is a
+    difference."""
+    old, new = _flat(saved), _flat(current)
+    differences, added = [], []
+    for place in sorted(old.keys() | new.keys()):
+        name = ".".join(place)
+        if place not in new:
+            differences.append(f"{name}: {old[place]!r} -> (absent)")
+        elif place not in old:
+            has_default, default = _default_of(current, place)
+            if has_default and default == new[place]:
+                added.append(f"{name} = {new[place]!r}")
+            else:
+                differences.append(f"{name}: (absent) -> {new[place]!r}")
+        elif old[place] != new[place]:
+            differences.append(f"{name}: {old[place]!r} -> {new[place]!r}")
+    return differences, added
 
 
 # ----- random states ---------------------------------------------------------------
@@ -333,11 +401,18 @@ def load_checkpoint(path: Path, nlp: Language, optimizer: Optimizer) -> TrainSta
     record = json.loads((path / STATE).read_text(encoding="utf8"))
     if record.get("format") != FORMAT:
         raise CheckpointError(path, f"checkpoint format {record.get('format')!r}, this version reads {FORMAT}")
+    added: List[str] = []
     if record["config_sha256"] != config_digest(nlp):
-        raise CheckpointError(
-            path,
-            "the checkpoint is of another config (settings or overrides differ): start a new output folder, or remove the checkpoints to start again",
-        )
+        from thinc.api import Config
+
+        saved = Config().from_disk(path / MODEL / "config.cfg", interpolate=False)
+        differences, added = config_differences(saved, nlp.config)
+        if differences:
+            shown = "; ".join(differences[:5]) + ("; ..." if len(differences) > 5 else "")
+            raise CheckpointError(
+                path,
+                f"the checkpoint is of another config ({shown}): start a new output folder, or remove the checkpoints to start again",
+            )
     nlp.from_disk(path / MODEL)
     _restore_optimizer(nlp, optimizer, load_file(str(path / OPTIMIZER)), record["optimizer"], record["next_step"])
     state = TrainState(
@@ -349,6 +424,7 @@ def load_checkpoint(path: Path, nlp: Language, optimizer: Optimizer) -> TrainSta
         seconds=record["seconds"],
         epoch_starts={int(step): python_state_from_json(s) for step, s in record["epoch_starts"].items()},
         random_states=record["random"],
+        added_settings=added,
     )
     return state
 

@@ -234,6 +234,9 @@ def train(
             raise CheckpointError(output_path, "holds no complete checkpoint to resume from")
         state = ckpt.load_checkpoint(found, nlp, optimizer)
         stdout.write(msg.info(f"Resuming from {found} (after {state.next_step} updates)") + "\n")
+        if state.added_settings:
+            added = ", ".join(state.added_settings)
+            stdout.write(msg.info(f"Settings this version added, at their defaults: {added}") + "\n")
     elif output_path is not None:
         ckpt.remove_checkpoints(output_path)
 
