@@ -5,9 +5,19 @@ s2e: a cluster's vector is the mean over its mentions of [a^s(start);
 a^e(end)], the antecedent endpoint features the head compares mentions
 with (pytorch_s2e: the antecedent score is bilinear in them), so two
 mentions the model links have near vectors in the space it links in.
+
+PeTra: an entity is a memory cell's episode, and its vector is that cell's
+state m^i right after the update at the entity's last token (the last
+token of its last mention): what the memory holds of the entity when the
+text leaves it, d = the cell size (hidden_size) wide. No pooling: the cell
+is the model's own running summary of its mentions. The head keeps, for
+every token, the state of the cell of its argmax action, and the whole
+memory at the tokens a decoding rule may move to another cell (pronouns),
+so the state is the one of the cell decoding put the token in, in every
+case (decoders.predictions.CellStates).
 """
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy
 
@@ -36,4 +46,51 @@ def pool_endpoints(
         if missing:
             raise ValueError(f"entity vectors: mention {missing[0]} is not one of the model's candidates")
         out[row] = endpoints[[row_of[(m[0], m[1])] for m in cluster]].mean(axis=0)
+    return out
+
+
+def pick_cell_states(
+    cells: numpy.ndarray,
+    positions: Sequence[int],
+    snapshots: numpy.ndarray,
+    clusters: Clusters,
+    token_cells: Callable[[], Sequence[int]],
+) -> numpy.ndarray:
+    """One vector a cluster: its cell's state right after the update at its
+    last token.
+
+    cells (numpy.ndarray): [T, d], a row a token: the state after its
+        update of the cell of its argmax action.
+    positions (Sequence[int]): the tokens whose whole memory was kept.
+    snapshots (numpy.ndarray): [len(positions), N, d]: that memory.
+    clusters (Clusters): inclusive token spans, mentions of one entity each.
+    token_cells (Callable[[], Sequence[int]]): each token's cell as the
+        clusters were decoded (-1: none), asked for only when a cluster ends
+        at a kept token (elsewhere a token's cell is its argmax action's).
+    RETURNS (numpy.ndarray): [K, d] float32, a row a cluster in order.
+    RAISES ValueError: a mention outside the document, or a cluster that
+        ends at a kept token in no cell.
+    """
+    cells = numpy.asarray(cells, dtype=numpy.float32)
+    snapshots = numpy.asarray(snapshots, dtype=numpy.float32)
+    if cells.ndim != 2 or snapshots.ndim != 3 or snapshots.shape[0] != len(positions):
+        raise ValueError(
+            f"cell states must be [T, d] and [P={len(positions)}, N, d], got {cells.shape} and {snapshots.shape}"
+        )
+    kept = {int(t): i for i, t in enumerate(positions)}
+    out = numpy.zeros((len(clusters), cells.shape[1]), dtype=numpy.float32)
+    decided = None
+    for row, cluster in enumerate(clusters):
+        last = max(int(m[1]) for m in cluster)
+        if not 0 <= last < cells.shape[0]:
+            raise ValueError(f"entity vectors: mention end {last} is outside the document of {cells.shape[0]} tokens")
+        if last not in kept:
+            out[row] = cells[last]
+            continue
+        if decided is None:
+            decided = token_cells()
+        cell = int(decided[last])
+        if not 0 <= cell < snapshots.shape[1]:
+            raise ValueError(f"entity vectors: token {last}, the end of a cluster, is in no memory cell")
+        out[row] = snapshots[kept[last], cell]
     return out

@@ -9,6 +9,9 @@ its probabilities (torch-free).
   the decision threshold ``gap_threshold`` as "threshold": a candidate is
   linked when its (calibrated) probability is >= the threshold
   (`gap_linked`; scoring.gap_decisions reads them back).
+- Entity vectors (`PeTraDecoder.entity_vectors`): each cluster's cell's
+  state right after the update at its last token, from the prediction's
+  CellStates (decoders.entity_vectors.pick_cell_states).
 - People counting (paper §3.5): a document's count is the number of (token,
   cell) with overwrite probability o_t^i >= ``people_alpha`` (`people_count`).
 
@@ -26,11 +29,13 @@ from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import numpy
 from spacy.tokens import Doc
 
+from ..doc_helpers.entity_vectors import MEMORY_CELL_SOURCE
 from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.memory_log import set_memory_log
 from ..util import Clusters, TokenSpan
 from .calibration import IDENTITY, calibrate, check_calibration
-from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character
+from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character, pronoun_features
+from .entity_vectors import pick_cell_states
 from .predictions import PeTraPrediction
 
 # the decision threshold where none is given (the scorer's default, and the
@@ -153,10 +158,33 @@ class PeTraDecoder:
             rules=DocRules(doc, rules),
         )
 
-    def entity_vectors(self, prediction: PeTraPrediction, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
-        """PeTra's entity vectors (a cell's state at the entity's last
-        mention) are not built yet: None."""
-        return None
+    def entity_vectors(
+        self,
+        prediction: PeTraPrediction,
+        clusters: Clusters,
+        *,
+        doc: Optional[Doc] = None,
+        rules: FrozenSet[str] = ALL_RULES,
+    ) -> Optional[Tuple[numpy.ndarray, str]]:
+        """One vector a cluster of `clusters` (as `clusters` gave them, with
+        the same `doc` and `rules`): the state of its entity's memory cell
+        right after the update at its last token, [K, d] float32, and their
+        source (MEMORY_CELL_SOURCE); None when the prediction kept no cell
+        states (training)."""
+        states = prediction.cell_states
+        if states is None:
+            return None
+
+        n_tokens = int(states.cells.shape[0])
+
+        def token_cells() -> Sequence[int]:
+            settings, log = prediction.decoding, prediction.memory_log
+            if settings is None or log is None:
+                return [-1] * n_tokens
+            return _decode(log, threshold=settings.threshold, rules=None if doc is None else DocRules(doc, rules))[2]
+
+        vectors = pick_cell_states(states.cells, states.positions, states.snapshots, clusters, token_cells)
+        return vectors, MEMORY_CELL_SOURCE
 
     def write(self, doc: Doc, prediction: PeTraPrediction) -> None:
         """Write a prediction's extras: doc._.memory_log and, for a GAP Doc,
@@ -221,6 +249,18 @@ class CellEpisodes:
         return cls([-1] * n_cells, [set() for _ in range(n_cells)])
 
 
+def movable_tokens(doc: Doc) -> List[int]:
+    """The tokens a decoding rule may move off their argmax action's cell
+    (decode_entities: a token with features, DocRules.features, whose
+    argmax COREF conflicts): those with a pronoun's features, whatever the
+    rules and speakers (each one-token feature is given to these words
+    only). The head keeps the whole memory at them for the entity vectors.
+
+    RETURNS (List[int]): their indices, in order.
+    """
+    return [token.i for token in doc if pronoun_features(token.text)]
+
+
 def decode_entities(
     log: Mapping[str, Any],
     *,
@@ -235,6 +275,18 @@ def decode_entities(
     RETURNS (Tuple[Dict, CellEpisodes]): {(cell, episode): mentions in text
         order} and where the decoding stands after the log's last token.
     """
+    mentions, after, _ = _decode(log, threshold=threshold, rules=rules, state=state)
+    return mentions, after
+
+
+def _decode(
+    log: Mapping[str, Any],
+    *,
+    threshold: float,
+    rules: Optional[DocRules],
+    state: Optional[CellEpisodes] = None,
+) -> Tuple[Dict[Tuple[int, int], List[TokenSpan]], CellEpisodes, List[int]]:
+    """decode_entities, with each token's cell (-1: in no entity) too."""
     entity, over, coref = (numpy.asarray(log[key], dtype=numpy.float64) for key in ("entity", "overwrite", "coref"))
     n_cells = over.shape[1] if over.ndim == 2 else 0
     if state is None:
@@ -244,6 +296,7 @@ def decode_entities(
     episode = list(state.episode)
     cell_features = [set(f) for f in state.features] if state.features else [set() for _ in range(n_cells)]
     mentions: Dict[Tuple[int, int], List[TokenSpan]] = {}
+    token_cells = [-1] * entity.shape[0]
     current: Optional[Tuple[int, int]] = None
     start = 0
 
@@ -279,6 +332,7 @@ def decode_entities(
                 episode[cell] += 1
                 cell_features[cell] = set()
             ent_id = (cell, episode[cell])
+            token_cells[t] = cell
             cell_features[cell].update(features)
         new_run = ent_id != current
         if current is not None and new_run:
@@ -288,4 +342,4 @@ def decode_entities(
         current = ent_id
     if current is not None:
         close(current, start, entity.shape[0] - 1)
-    return mentions, CellEpisodes(episode, cell_features)
+    return mentions, CellEpisodes(episode, cell_features), token_cells

@@ -64,6 +64,25 @@ class LogDecoding:
 
 
 @dataclass(frozen=True)
+class CellStates:
+    """What PeTra's memory held at inference, as much as its entity vectors
+    need (decoders.petra.PeTraDecoder.entity_vectors), float32.
+
+    cells (numpy.ndarray): [T, d]: at each token, the state right after its
+        update of the cell its argmax action over [o_t; c_t] chose (the cell
+        decoding puts the token in unless a decoding rule moves it).
+    positions (Tuple[int, ...]): the tokens a decoding rule may move to
+        another cell (pronouns; decoders.petra.movable_tokens), in order.
+    snapshots (numpy.ndarray): [len(positions), N, d]: the whole memory
+        right after the update at each of them.
+    """
+
+    cells: numpy.ndarray
+    positions: Tuple[int, ...]
+    snapshots: numpy.ndarray
+
+
+@dataclass(frozen=True)
 class PeTraPrediction:
     """One document's PeTra prediction (PeTraHead).
 
@@ -77,12 +96,16 @@ class PeTraPrediction:
     gap (Optional[Tuple[float, float]]): for a GAP document, the link
         probabilities (paper Eq. 9) of A and of B with the pronoun; None
         for other documents.
+    cell_states (Optional[CellStates]): what the memory held, for the
+        entity vectors; None while training. Not compared by == (arrays
+        have no one truth value; the log says what was decided).
     """
 
     clusters: Clusters = field(default_factory=list)
     memory_log: Optional[MemoryLog] = None
     decoding: Optional[LogDecoding] = None
     gap: Optional[Tuple[float, float]] = None
+    cell_states: Optional[CellStates] = field(default=None, compare=False)
 
 
 # what a coreference model returns a document

@@ -47,9 +47,17 @@ class Decoder(Protocol[PredictionT_contra]):
         Doc, under decoders.constraints' `rules`."""
         ...
 
-    def entity_vectors(self, prediction: PredictionT_contra, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
-        """One vector a cluster of `clusters` (as written on the Doc) from
-        the model's own features, [K, D] float32, and what they are
+    def entity_vectors(
+        self,
+        prediction: PredictionT_contra,
+        clusters: Clusters,
+        *,
+        doc: Optional[Doc] = None,
+        rules: FrozenSet[str] = ALL_RULES,
+    ) -> Optional[Tuple[numpy.ndarray, str]]:
+        """One vector a cluster of `clusters` (as `clusters` gave them with
+        this `doc` and these `rules`, and as written on the Doc) from the
+        model's own features, [K, D] float32, and what they are
         (doc_helpers.entity_vectors); None when the model gives none."""
         ...
 

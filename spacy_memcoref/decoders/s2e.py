@@ -150,10 +150,18 @@ class S2EDecoder:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
 
-    def entity_vectors(self, prediction: S2EPrediction, clusters: Clusters) -> Optional[Tuple[numpy.ndarray, str]]:
+    def entity_vectors(
+        self,
+        prediction: S2EPrediction,
+        clusters: Clusters,
+        *,
+        doc: Optional[Doc] = None,
+        rules: FrozenSet[str] = ALL_RULES,
+    ) -> Optional[Tuple[numpy.ndarray, str]]:
         """One vector a cluster, pooled from the prediction's antecedent
         endpoint features (decoders.entity_vectors), and their source;
-        None when the prediction has none."""
+        None when the prediction has none. The pooling needs neither the
+        Doc nor the rules."""
         if prediction.endpoints is None or prediction.links is None:
             return None
         starts, ends = prediction.links[0], prediction.links[1]

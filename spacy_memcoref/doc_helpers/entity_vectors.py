@@ -7,7 +7,9 @@
 - ``source``: what the rows are (ENDPOINTS_SOURCE: s2e's antecedent endpoint
   features, the mean over the cluster's mentions of [a^s(first token);
   a^e(last token)], D = 2 x the head's hidden size: 1,024 for the shipped
-  s2e models);
+  s2e models; MEMORY_CELL_SOURCE: PeTra's memory cell, the state m^i of
+  the cluster's cell right after the update at its last token, D = the
+  cell size, hidden_size: 200 for the shipped petra-gap);
 - ``prefix``: the cluster prefix the numbers belong to.
 
 One set a Doc: with two coreference components (two prefixes), the last
@@ -28,6 +30,7 @@ from .clusters import CLUSTER_PREFIX
 
 ENTITY_VECTORS_ATTR = "entity_vectors"
 ENDPOINTS_SOURCE = "s2e-antecedent-endpoints"
+MEMORY_CELL_SOURCE = "petra-memory-cell"
 
 
 def register_extensions() -> None:

@@ -42,7 +42,8 @@ def build_entity_gating(
 
     tok2vec (Model[List[Doc], List[Floats2d]]): the wrapped tok2vec.
     entity_width (int): the entity vectors' width (doc._.entity_vectors; 2 x
-        the s2e head's hidden size: 1,024 for the shipped models).
+        the s2e head's hidden size: 1,024 for the shipped s2e models; PeTra's
+        hidden size, its cell size: 200 for petra-gap).
     span_cluster_prefix (str): the coreference component's cluster prefix.
     init_gate_bias (float): the gates' bias at the start (sigmoid(-2) = 0.12).
     RETURNS (Model[List[Doc], List[Floats2d]]): one vector a token, the
@@ -97,7 +98,7 @@ def _entity_inputs(model: Model, doc: Doc) -> Tuple[Any, Any]:
     if vectors.shape[1] != model.get_dim("nE"):
         raise ValueError(
             f"EntityGating.v1: the Doc's entity vectors are {vectors.shape[1]} wide, the layer's entity_width is "
-            f"{model.get_dim('nE')}: set entity_width to the coreference model's (2 x its hidden_size)"
+            f"{model.get_dim('nE')}: set entity_width to the coreference model's (s2e: 2 x its hidden_size; PeTra: its hidden_size)"
         )
     rows = token_entity_rows(doc, model.attrs["prefix"])
     inside = numpy.nonzero(rows >= 0)[0]

@@ -325,6 +325,11 @@ class CorefComponent(TrainablePipe):
             )
         self._warn_if_untrained()
         ensure_sentences(docs)
+        # a model that keeps features for the entity vectors only (PeTra's
+        # cell states) keeps none with the setting off
+        keep_entity_states = self.model.attrs.get("keep_entity_states")
+        if keep_entity_states is not None:
+            keep_entity_states(self.model, self.entity_vectors)
         _, predictions = self.model.predict((docs, None))
         return predictions
 
@@ -405,7 +410,7 @@ class CorefComponent(TrainablePipe):
                 doc, [[doc[start : end + 1] for start, end in cluster] for cluster in token_clusters], self.prefix
             )
             decoder.write(doc, prediction)
-            vectors = decoder.entity_vectors(prediction, token_clusters) if self.entity_vectors else None
+            vectors = decoder.entity_vectors(prediction, token_clusters, doc=doc) if self.entity_vectors else None
             if vectors is None:
                 clear_entity_vectors(doc)
             else:

@@ -17,10 +17,11 @@ Pieces (all built by `build_petra`):
 - the head: pytorch_petra_head.PeTraHead (pytorch_petra.PeTra built lazily
   at the feature width, the temperature schedule, predictions as numpy);
 - the hooks the component calls: ``make_gold`` (the sparse gold of
-  doc_helpers.petra_gold as a pytorch_petra.SparseGold) and the ``decoder``
-  (decoders.petra.PeTraDecoder: doc._.memory_log and the GAP link
+  doc_helpers.petra_gold as a pytorch_petra.SparseGold), the ``decoder``
+  (decoders.petra.PeTraDecoder: doc._.memory_log, the GAP link
   probabilities, calibrated and with their threshold from the component's
-  settings).
+  settings, and the entity vectors) and ``keep_entity_states(model, on)`` (the
+  component's entity_vectors setting: off, the head keeps no cell states).
 """
 
 from typing import Any, List, Optional, Tuple
@@ -31,7 +32,7 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ...decoders.petra import PeTraDecoder
+from ...decoders.petra import PeTraDecoder, movable_tokens
 from ...doc_helpers.gap_annotation import GAP_SPANS_KEY, gap_reference_spans
 from ...doc_helpers.petra_gold import petra_sparse_target
 from ...util import TokenSpan
@@ -197,7 +198,7 @@ def build_petra(
             cache_mb=frozen_cache_mb,
             cache_dir=frozen_cache_dir,
         )
-    return build_coref_model(
+    model = build_coref_model(
         PETRA_MODEL_NAME,
         encoder,
         head,
@@ -206,22 +207,35 @@ def build_petra(
         decoder=PeTraDecoder(),
         lr_scale=float(head_lr_scale),
     )
+    model.attrs["keep_entity_states"] = keep_entity_states
+    return model
+
+
+def keep_entity_states(model: Model, on: bool) -> None:
+    """Whether the PeTra head of `model` keeps the cell states the entity
+    vectors are read from when it predicts (the component's entity_vectors
+    setting). A function of the model, not of one head, so that a copy of
+    the model sets its own head."""
+    model.layers[1].shims[0]._model.keep_cell_states = bool(on)
 
 
 # ----- the head's input (no torch maths) ----------------------------------------------
 
 
-def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[TokenSpan, ...]]]:
-    """The head's input for one Doc: its token features and, for a GAP Doc,
-    the inclusive token ranges of (A, B, PRONOUN) on this Doc.
+def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[TokenSpan, ...]], Tuple[int, ...]]:
+    """The head's input for one Doc: its token features, for a GAP Doc the
+    inclusive token ranges of (A, B, PRONOUN) on this Doc, and the tokens
+    at which the head keeps the whole memory when it predicts (those a
+    decoding rule may move to another cell: decoders.petra.movable_tokens),
+    so that every entity vector is its own cell's state.
 
     doc (Doc): the Doc the model reads.
     tokens (torch.Tensor): [T, d] features.
-    RETURNS (Tuple): (tokens, gap spans or None).
+    RETURNS (Tuple): (tokens, gap spans or None, token positions).
     """
     gap = None
     if len(doc) and GAP_SPANS_KEY in doc.spans:
         spans = gap_reference_spans(doc)
         if spans is not None:
             gap = tuple((span.start, span.end - 1) for span in spans)
-    return tokens, gap
+    return tokens, gap, tuple(movable_tokens(doc))

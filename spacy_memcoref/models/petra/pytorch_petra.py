@@ -54,6 +54,13 @@ Decisions where the paper leaves room (each cited where it is made):
   maximal run of such tokens with the same entity; entities with fewer than
   ``min_mentions`` (default 2) mentions are dropped, like spaCy's coref
   clusters (singletons are not clusters).
+- Entity vectors (decoders.petra.PeTraDecoder.entity_vectors): asked to
+  (``record``), the controller also keeps, for every token, the state right
+  after the update at t of the cell the token's argmax action chose (the
+  cell decoding puts it in, unless a decoding rule moves it), [T, H], and
+  the whole memory [N, H] after the tokens it is given (those a rule may
+  move: pronouns), never all cells at all tokens. Keeping them changes
+  nothing in the log.
 """
 
 from dataclasses import dataclass, field
@@ -80,6 +87,10 @@ NEGATIVE_WEIGHT = 50.0
 SAME_SPAN_WEIGHT = 1.0
 
 MemoryLog = Dict[str, Tensor]
+# what run_controller and forward keep beside the log when asked (`record`);
+# not memory-log keys (LOG_KEYS)
+CELL_KEY = "cell"  # [T, H]: after the update at t, the cell of the token's argmax action
+SNAPSHOT_KEY = "snapshot"  # [P, N, H]: the whole memory after the update at each kept token
 LogLike = Mapping[str, Union[Tensor, numpy.ndarray]]
 
 
@@ -200,6 +211,8 @@ class PeTra(nn.Module):
         self,
         features: Sequence[Tensor],
         gold: Optional[Sequence[Optional[SparseGold]]] = None,
+        *,
+        record: Optional[Sequence[Sequence[int]]] = None,
     ) -> Tuple[Optional[Tensor], List[MemoryLog]]:
         """Read a batch of documents.
 
@@ -207,17 +220,30 @@ class PeTra(nn.Module):
             all on one device; T_b may be 0.
         gold (Optional[Sequence[Optional[SparseGold]]]): labels a document
             (None for an unlabelled one), or None for no loss.
+        record (Optional[Sequence[Sequence[int]]]): keep the cell states
+            (run_controller's `record`): a document's token positions whose
+            whole memory to keep, one sequence a document; None: keep none.
         RETURNS (Tuple[Optional[Tensor], List[Dict[str, Tensor]]]): the loss
-            (None without gold) and a memory log a document, in input order.
-            The logs are views of the padded batch and keep the autograd
-            graph when it is on; detach them before storing.
+            (None without gold) and a memory log a document, in input order,
+            with `record` also CELL_KEY [T_b, H] and SNAPSHOT_KEY [P_b, N, H]
+            (the positions sorted, without repeats). The logs are views of
+            the padded batch and keep the autograd graph when it is on;
+            detach them before storing.
         """
         if gold is not None and len(gold) != len(features):
             raise ValueError(f"gold has {len(gold)} entries but there are {len(features)} documents")
+        lens = [int(x.shape[0]) for x in features]
+        kept = None if record is None else _snapshot_positions(record, lens)
         h, lengths = self.encode(features)
-        padded, _ = self.run_controller(h, lengths)
+        padded, _ = self.run_controller(h, lengths, record=kept)
         # lengths from the host-side shapes: no device sync to slice the logs
-        logs = [{key: padded[key][b, : int(x.shape[0])] for key in LOG_KEYS} for b, x in enumerate(features)]
+        logs = [{key: padded[key][b, :n] for key in LOG_KEYS} for b, n in enumerate(lens)]
+        if kept is not None:
+            offset = 0
+            for b, n in enumerate(lens):
+                logs[b][CELL_KEY] = padded[CELL_KEY][b, :n]
+                logs[b][SNAPSHOT_KEY] = padded[SNAPSHOT_KEY][offset : offset + len(kept[b])]
+                offset += len(kept[b])
         loss = None
         if gold is not None:
             loss = self.get_loss(logs, gold)
@@ -278,6 +304,7 @@ class PeTra(nn.Module):
         lengths: Tensor,
         *,
         state: Optional[Tuple[Tensor, Tensor]] = None,
+        record: Optional[Sequence[Sequence[int]]] = None,
     ) -> Tuple[Dict[str, Tensor], Tuple[Tensor, Tensor]]:
         """Step the controller over a padded batch; a document stops updating
         its memory after its last token.
@@ -298,9 +325,19 @@ class PeTra(nn.Module):
         state (Optional[Tuple[Tensor, Tensor]]): memory (m [B, N, H],
             u [B, N]) to start from, e.g. to continue a document read in
             chunks; None starts from the initial memory.
+        record (Optional[Sequence[Sequence[int]]]): also keep, for every
+            token, the state after its update of the cell its argmax action
+            over [o_t; c_t] chose (the first on ties, as decoders.petra
+            decodes), CELL_KEY [B, T_max, H], and the whole memory after the
+            update at the given positions of each document (one sequence a
+            document, inside it), SNAPSHOT_KEY [P, N, H], by document, then
+            position, without repeats; None (training, streaming): neither.
+            An argmax and a row copy a token, a copy of the memory a kept
+            position, no host sync; the log is the same either way.
         RETURNS (Tuple[Dict[str, Tensor], Tuple[Tensor, Tensor]]): padded
-            logs (entity [B, T_max], overwrite/coref/usage [B, T_max, N]) and
-            the final memory (m, u), each document's as of its last token.
+            logs (entity [B, T_max], overwrite/coref/usage [B, T_max, N];
+            with `record` the two above) and the final memory (m, u), each
+            document's as of its last token.
         """
         batch_size, t_max, d = h.shape
         n, k, n_mlp = self.num_cells, self.fixed_key_size, self.mlp_size
@@ -312,9 +349,29 @@ class PeTra(nn.Module):
             mem, usage = self.initial_memory(batch_size, device, dtype)
         else:
             mem, usage = state
+        snap_steps: Dict[int, Tuple[int, int]] = {}  # step -> its rows of snap_rows
+        snap_rows: Optional[Tensor] = None  # the documents to copy the memory of, step by step
+        snap_order: Optional[Tensor] = None  # the copies in (document, position) order
+        if record is not None:
+            # checked against T_max, not each length: no host read of the lengths
+            kept = _snapshot_positions(record, [t_max] * batch_size)
+            by_step: Dict[int, List[int]] = {}
+            for b, positions in enumerate(kept):
+                for t in positions:
+                    by_step.setdefault(t, []).append(b)
+            flat: List[Tuple[int, int]] = []  # (document, position), in copy order
+            for t in sorted(by_step):
+                snap_steps[t] = (len(flat), len(flat) + len(by_step[t]))
+                flat.extend((b, t) for b in by_step[t])
+            snap_rows = torch.tensor([b for b, _ in flat], dtype=torch.long, device=device)
+            order = sorted(range(len(flat)), key=lambda i: flat[i])
+            snap_order = torch.tensor(order, dtype=torch.long, device=device)
         if t_max == 0:
             empty = torch.zeros(batch_size, 0, n, device=device, dtype=dtype)
             logs = {"entity": entity, "overwrite": empty, "coref": empty, "usage": empty}
+            if record is not None:
+                logs[CELL_KEY] = torch.zeros(batch_size, 0, d, device=device, dtype=dtype)
+                logs[SNAPSHOT_KEY] = torch.zeros(0, n, d, device=device, dtype=dtype)
             return logs, (mem, usage)
         # MLP2's first layer reads [h; m; h*m; u] and MLP3 reads [h; m]: split
         # both by block. The h blocks (and the biases) for all tokens at once,
@@ -361,6 +418,12 @@ class PeTra(nn.Module):
         cells = torch.arange(n, device=device)
         rows = batch_size * n
         over_log, coref_log, usage_log = [], [], []
+        cell_log: List[Tensor] = []
+        # each document's first row in the memory as [B * N, H]
+        cell_offsets: Optional[Tensor] = None
+        if batch_size > 1:
+            cell_offsets = torch.arange(batch_size, device=device) * n
+        snap_log: List[Tensor] = []
         for t, step in enumerate(zip(*(_time_steps(x) for x in sources))):
             h_t, e_t = step[0], step[1]
             if fold_h:
@@ -397,12 +460,25 @@ class PeTra(nn.Module):
             over_log.append(overwrite)
             coref_log.append(coref)
             usage_log.append(usage)
+            if snap_rows is not None:
+                # the cell of the argmax action (OVERWRITE i or COREF i: cell i)
+                action = torch.cat([overwrite, coref], dim=-1).argmax(dim=-1).remainder_(n)  # [B]
+                if cell_offsets is not None:
+                    action = action.add_(cell_offsets)
+                cell_log.append(mem.reshape(rows, d).index_select(0, action))  # [B, H]
+                if t in snap_steps:
+                    first, last = snap_steps[t]
+                    snap_log.append(mem.index_select(0, snap_rows[first:last]))
         logs = {
             "entity": entity,
             "overwrite": torch.stack(over_log, dim=1),
             "coref": torch.stack(coref_log, dim=1),
             "usage": torch.stack(usage_log, dim=1),
         }
+        if snap_rows is not None and snap_order is not None:
+            logs[CELL_KEY] = torch.stack(cell_log, dim=1)
+            snaps = torch.cat(snap_log) if snap_log else mem.new_zeros(0, n, d)
+            logs[SNAPSHOT_KEY] = snaps.index_select(0, snap_order)
         return logs, (mem, usage)
 
     def _overwrite_choice(self, usage: Tensor, sim: Tensor, unused: Tensor, new_ent: Tensor, cells: Tensor) -> Tensor:
@@ -496,6 +572,21 @@ def _time_steps(x: Tensor, block: int = 256) -> Iterator[Tensor]:
     """
     for start in range(0, x.shape[1], block):
         yield from x[:, start : start + block].unbind(1)
+
+
+def _snapshot_positions(record: Sequence[Sequence[int]], lengths: Sequence[int]) -> List[List[int]]:
+    """Each document's positions to keep the whole memory at: sorted, without
+    repeats. RAISES ValueError: not one sequence a document, or a position
+    outside its document."""
+    if len(record) != len(lengths):
+        raise ValueError(f"record has {len(record)} entries but there are {len(lengths)} documents")
+    kept = []
+    for b, (positions, n) in enumerate(zip(record, lengths)):
+        found = sorted({int(t) for t in positions})
+        if found and not (0 <= found[0] and found[-1] < n):
+            raise ValueError(f"document {b}: record asks for a position outside 0..{n - 1}: {found}")
+        kept.append(found)
+    return kept
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

@@ -11,8 +11,11 @@ PyTorch (and numpy): this module never imports spaCy or Thinc.
   ``temperature_halving_steps`` training batches, floored at MIN_TEMPERATURE,
   counted in a buffer saved with the weights.
 - Every prediction is converted to numpy on the CPU: clusters decoded from
-  the memory log, the log itself and, for a GAP document, the link
-  probabilities of A and B with the pronoun.
+  the memory log, the log itself, the cell states the entity vectors are
+  read from (decoders.predictions.CellStates: the argmax action's cell at
+  each token, the whole memory at the tokens an input names, those a
+  decoding rule may move) and, for a GAP document, the link probabilities
+  of A and B with the pronoun.
 """
 
 from typing import Any, Dict, Optional, Tuple
@@ -23,8 +26,8 @@ from torch import nn
 
 from ...doc_helpers import LOG_KEYS
 from ...decoders.petra import decode_clusters
-from ...decoders.predictions import LogDecoding, PeTraPrediction
-from .pytorch_petra import PeTra, span_link_probability
+from ...decoders.predictions import CellStates, LogDecoding, PeTraPrediction
+from .pytorch_petra import CELL_KEY, SNAPSHOT_KEY, PeTra, span_link_probability
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01
@@ -57,6 +60,9 @@ class PeTraHead(nn.Module):
 
     The PeTra module is created on the first batch with a token (its
     GRU input width is the encoder's width), or from a saved state dict.
+    An input is (features [T, d_in], GAP spans or None) or, with a third
+    item, the token positions to keep the whole memory at
+    (petra_model.make_petra_head_input: the tokens a decoding rule may move).
 
     petra_kwargs (dict): PeTra's keyword arguments, input_size excluded.
     entity_threshold (float): decode_clusters threshold.
@@ -88,6 +94,10 @@ class PeTraHead(nn.Module):
         self.temperature_halving_steps = temperature_halving_steps
         self.petra: Optional[PeTra] = None
         self.mix: Optional[ScalarMix] = ScalarMix(mix_layers) if mix_layers > 1 else None
+        # keep the cell states for the entity vectors when predicting (the
+        # component's entity_vectors setting, through the model's
+        # keep_entity_states hook; not saved)
+        self.keep_cell_states = True
         # Training batches seen: drives the temperature schedule, saved
         # with the weights so that resumed training continues it.
         self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
@@ -118,7 +128,7 @@ class PeTraHead(nn.Module):
     # -- forward -------------------------------------------------------------
 
     def forward(self, inputs, golds=None):
-        feats = [x for x, _ in inputs]
+        feats = [item[0] for item in inputs]
         if self.mix is not None:
             feats = [self.mix(x) for x in feats]
         nonempty = [i for i, x in enumerate(feats) if x.shape[0] > 0]
@@ -136,10 +146,15 @@ class PeTraHead(nn.Module):
         gold = None
         if golds is not None:
             gold = list(golds)
-        loss, logs = petra(feats, gold)
+        # predicting: keep the cell states the entity vectors are read from
+        record = None
+        if not self.training and self.keep_cell_states:
+            record = [tuple(item[2]) if len(item) > 2 else () for item in inputs]
+        loss, logs = petra(feats, gold, record=record)
         if self.training:
             return loss, [PeTraPrediction() for _ in inputs]
-        return loss, [self._prediction(log, gap) for log, (_, gap) in zip(logs, inputs)]
+        kept = record if record is not None else [None] * len(inputs)
+        return loss, [self._prediction(log, item[1], positions) for log, item, positions in zip(logs, inputs, kept)]
 
     def _empty_prediction(self, n_cells: int) -> PeTraPrediction:
         log = {
@@ -150,7 +165,14 @@ class PeTraHead(nn.Module):
         }
         return PeTraPrediction(clusters=[], memory_log=log)
 
-    def _prediction(self, log, gap) -> PeTraPrediction:
+    def _prediction(self, log, gap, kept) -> PeTraPrediction:
+        states = None
+        if kept is not None:
+            states = CellStates(
+                cells=_to_numpy(log[CELL_KEY]),
+                positions=tuple(sorted({int(t) for t in kept})),
+                snapshots=_to_numpy(log[SNAPSHOT_KEY]),
+            )
         log = {key: log[key].detach() for key in LOG_KEYS}
         arrays = {key: log[key].float().cpu().numpy().astype("float32", copy=False) for key in LOG_KEYS}
         probabilities: Optional[Tuple[float, float]] = None
@@ -166,4 +188,9 @@ class PeTraHead(nn.Module):
             # what the decoder needs to decode the log again under the Doc's rules
             decoding=LogDecoding(threshold=self.entity_threshold, min_mentions=self.min_mentions),
             gap=probabilities,
+            cell_states=states,
         )
+
+
+def _to_numpy(tensor: torch.Tensor) -> numpy.ndarray:
+    return numpy.ascontiguousarray(tensor.detach().float().cpu().numpy(), dtype=numpy.float32)
