@@ -17,7 +17,7 @@ from .doc_helpers import entity_vectors as _entity_vectors  # noqa: F401
 from .entities import EntityRecord, Mention, entities
 from .models.encoder.bf16_autocast import run_in_bfloat16, run_in_float32
 from .resolution import Edit, Resolved, register_extension, resolve
-from .stream import Stream, StreamEntity
+from .stream import Stream, StreamEntity, join_pieces
 
 # doc._.coref_resolved: resolve(doc).text, computed when read
 register_extension()
@@ -57,4 +57,5 @@ __all__ = [
     "run_in_bfloat16",
     "Stream",
     "StreamEntity",
+    "join_pieces",
 ]

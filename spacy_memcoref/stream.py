@@ -34,7 +34,10 @@ in the new piece, is decided by these rules, first that applies:
 
 Mentions of earlier pieces never change id (a Doc once returned is never
 rewritten); a mention of an earlier piece that had no entity and is now in
-a cluster gets the cluster's id in the table, for the pieces to come.
+a cluster gets the cluster's id in the table, for the pieces to come, and
+is listed on the new piece's Doc as doc.user_data["stream_joined"]
+(`join_pieces` puts the pieces' Docs together as one document with them:
+"Alice" of the first piece in the cluster of the third piece's "She").
 
 The model is any pipeline with a memcoref component (s2e or PeTra); the
 model re-reads the window at each piece, so the component needs no state
@@ -45,7 +48,7 @@ on the returned Doc the same way.
 
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, cast
 
 from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_key, numbered_clusters
 from .resolution import is_tagged, representative_name, representative_of
@@ -60,6 +63,10 @@ SPEAKERS_KEY = "speakers"
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 # the piece's index on its Doc: doc.user_data[PIECE_KEY]
 PIECE_KEY = "stream_piece"
+# the earlier pieces' mentions that joined an entity with this piece:
+# doc.user_data[JOINED_KEY], (piece index, start_char, end_char, entity id)
+# each, the characters those of the earlier piece's own text
+JOINED_KEY = "stream_joined"
 
 
 @dataclass
@@ -164,6 +171,8 @@ class Stream:
         self._memory: Optional[Any] = None
         self._episodes: Optional[Any] = None
         self._cells: List[_Cell] = []
+        # the earlier pieces' mentions that joined an entity in this add
+        self._joined: List[Tuple[int, int, int, int]] = []
 
     # -- reading ---------------------------------------------------------
 
@@ -191,14 +200,19 @@ class Stream:
             annotations), its mentions in doc.spans[f"{prefix}_{id}"] by
             entity id (a cluster here may hold a single mention: an entity
             mentioned once in this piece), the speaker as
-            doc.spans["speakers"] (one span, label the speaker), and
-            doc.user_data["stream_piece"], the piece's index from 0.
+            doc.spans["speakers"] (one span, label the speaker),
+            doc.user_data["stream_piece"], the piece's index from 0, and
+            doc.user_data["stream_joined"], the mentions of earlier pieces
+            that joined an entity with this piece: (piece index,
+            start_char, end_char, entity id) each, in that piece's text
+            (its Doc, returned already, is not changed; `join_pieces`).
         """
         if not isinstance(text, str):
             raise TypeError(f"Stream.add: text must be a str, got {type(text).__name__}")
         if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
             raise ValueError(f"Stream.add: speaker must be a non-empty str or None, got {speaker!r}")
         index = self._n_pieces
+        self._joined = []
         piece = _Piece(index, text, speaker, len(self.nlp.make_doc(text)))
         window = self._window_for(piece)
         if self.carries_memory:
@@ -536,8 +550,10 @@ class Stream:
 
     def _record_in_piece(self, window: List[_Piece], index: int, start: int, end: int, entity_id: int) -> None:
         """An earlier piece's mention joins an entity (for the pieces to come;
-        its Doc, returned already, is not changed)."""
+        its Doc, returned already, is not changed: the mention is in this
+        piece's doc.user_data[JOINED_KEY])."""
         self._entities[entity_id].mentions += 1
+        self._joined.append((index, start, end, entity_id))
         for earlier in window:
             if earlier.index == index:
                 earlier.mentions.append((start, end, entity_id))
@@ -580,6 +596,7 @@ class Stream:
                 by_entity.setdefault(entity_id, []).append(mention)
         for entity_id in sorted(by_entity):
             doc.spans[cluster_key(entity_id, self.prefix)] = by_entity[entity_id]
+        doc.user_data[JOINED_KEY] = list(self._joined)
         return doc
 
     def _prune(self) -> None:
@@ -587,6 +604,69 @@ class Stream:
         self._pieces = _latest_within(self._pieces, self.window_tokens)
         while len(self._entities) > self.max_entities:
             self._entities.popitem(last=False)
+
+
+def join_pieces(docs: Iterable["Doc"], *, prefix: str = CLUSTER_PREFIX) -> "Doc":
+    """The Docs a `Stream` returned, in order, as one document: the stream
+    read to its end as if it were one text.
+
+    The text is the pieces' texts joined as the stream joins its window (a
+    space after a piece that does not end in whitespace), with the pieces'
+    tokens and annotations; each entity is one cluster,
+    doc.spans[f"{prefix}_{entity id}"], holding its mentions of every piece
+    and the earlier pieces' mentions that joined it later (each piece's
+    doc.user_data["stream_joined"]; a joined mention of a piece not among
+    `docs` is left out); the speakers are doc.spans["speakers"], a span a
+    piece. An entity mentioned once in the pieces given is a cluster of one
+    mention (a speaker's lone "I").
+
+    docs (Iterable[Doc]): the pieces' Docs, as `Stream.add` returned them,
+        in the order read (the Stream's vocab: one pipeline's).
+    prefix (str): the pieces' cluster prefix (the Stream's `prefix`).
+    RETURNS (Doc): the document.
+    RAISES ValueError: no Docs, or Docs out of the order they were read.
+    """
+    from spacy.tokens import Doc
+
+    pieces = list(docs)
+    if not pieces:
+        raise ValueError("join_pieces: no Docs to join")
+    indexes = [d.user_data.get(PIECE_KEY) for d in pieces]
+    known = [i for i in indexes if isinstance(i, int)]
+    if known != sorted(set(known)):
+        raise ValueError(f"join_pieces: the Docs are not in the order the stream read them (pieces {known})")
+    # (spaCy's stub of from_docs lacks its `exclude`)
+    joined = Doc.from_docs(pieces, ensure_whitespace=True, exclude=["spans", "user_data", "tensor"])  # type: ignore[call-arg]
+    offsets: List[int] = []
+    position = 0
+    for d in pieces:
+        offsets.append(position)
+        position += len(d.text)
+        if len(d) and not d[-1].is_space and not d[-1].whitespace_:
+            position += 1
+    offset_of = {i: off for i, off in zip(indexes, offsets) if isinstance(i, int)}
+    by_entity: Dict[int, Dict[Tuple[int, int], None]] = {}
+    speakers = []
+    for d, offset in zip(pieces, offsets):
+        for entity_id, group in numbered_clusters(d, prefix):
+            mentions = by_entity.setdefault(entity_id, {})
+            for span in group:
+                mentions[(offset + span.start_char, offset + span.end_char)] = None
+        for index, start, end, entity_id in d.user_data.get(JOINED_KEY, ()):
+            if index in offset_of:
+                by_entity.setdefault(entity_id, {})[(offset_of[index] + start, offset_of[index] + end)] = None
+        for turn in d.spans.get(SPEAKERS_KEY, ()):
+            turn_span = joined.char_span(offset + turn.start_char, offset + turn.end_char, label=turn.label_)
+            if turn_span is not None:
+                speakers.append(turn_span)
+    for entity_id in sorted(by_entity):
+        found = [joined.char_span(s, e, alignment_mode="expand") for s, e in sorted(by_entity[entity_id])]
+        cluster = [s for s in found if s is not None and len(s)]
+        if cluster:
+            joined.spans[cluster_key(entity_id, prefix)] = cluster
+    if speakers:
+        joined.spans[SPEAKERS_KEY] = speakers
+    return joined
 
 
 def _latest_within(pieces: List[_Piece], budget: int) -> List[_Piece]:

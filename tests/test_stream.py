@@ -15,7 +15,7 @@ import spacy
 from spacy.language import Language
 
 import spacy_memcoref
-from spacy_memcoref.stream import FIRST_PERSON, Stream, StreamStateError
+from spacy_memcoref.stream import FIRST_PERSON, Stream, StreamStateError, join_pieces
 
 from conftest import s2e_config
 
@@ -97,6 +97,8 @@ def test_the_shipped_model_keeps_one_id_for_one_person_across_pieces(shipped):
     # the third piece's Alice and she are the second piece's She
     assert id_of(third, "Alice") == id_of(third, "she") == she
     assert [d.user_data["stream_piece"] for d in (first, second, third)] == [0, 1, 2]
+    # as one document, the first piece's Alice (in no cluster of its own piece) is her first mention
+    assert ids_of(join_pieces([first, second, third]))[she] == ["Alice", "She", "Alice", "she"]
 
 
 def test_each_speakers_I_is_their_own_entity(shipped):
@@ -200,6 +202,39 @@ def test_a_piece_doc_gives_back_the_piece_exactly(oracle_nlp, text):
     doc = stream.add(text)
     assert doc.text == text
     assert stream.add("She left.").text == "She left."
+
+
+def test_join_pieces_is_the_stream_read_as_one_document(oracle_nlp):
+    stream = Stream(oracle_nlp)
+    pieces = [
+        ("Alice met Bob.", "Dana"),
+        ("", None),
+        ("It rained.  ", None),
+        ("She thanked him.", "Eve"),
+        ("Carol came.\n", None),
+        ("Carol left.", None),
+    ]
+    docs = [stream.add(text, speaker=who) for text, who in pieces]
+    alice, bob, carol = id_of(docs[3], "She"), id_of(docs[3], "him"), id_of(docs[5], "Carol")
+    # the first piece's Alice and Bob joined their entities with the fourth piece; its Doc is not rewritten
+    assert ids_of(docs[0]) == {}
+    assert sorted(docs[3].user_data["stream_joined"]) == [(0, 0, 5, alice), (0, 10, 13, bob)]
+    assert docs[5].user_data["stream_joined"] == [(4, 0, 5, carol)] and docs[4].user_data["stream_joined"] == []
+    whole = join_pieces(docs)
+    # joined as the stream joins its window: a space after a piece that does not end in whitespace
+    assert whole.text == "Alice met Bob. It rained.  She thanked him. Carol came.\nCarol left."
+    assert [t.text for t in whole if not t.is_space] == [t.text for d in docs for t in d if not t.is_space]
+    assert ids_of(whole) == {alice: ["Alice", "She"], bob: ["Bob", "him"], carol: ["Carol", "Carol"]}
+    assert [(s.text, s.label_) for s in whole.spans["speakers"]] == [
+        ("Alice met Bob.", "Dana"),
+        ("She thanked him.", "Eve"),
+    ]
+    # a joined mention of a piece not given is left out
+    assert ids_of(join_pieces(docs[3:]))[alice] == ["She"]
+    with pytest.raises(ValueError, match="not in the order"):
+        join_pieces([docs[3], docs[0]])
+    with pytest.raises(ValueError, match="no Docs"):
+        join_pieces([])
 
 
 def test_bad_input_gets_a_clear_error(oracle_nlp):
