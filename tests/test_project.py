@@ -186,12 +186,15 @@ def check_script_line(line: str, where: str) -> None:
 def test_project_loads_and_every_command_is_in_a_workflow():
     config = load_project()
     names = [cmd["name"] for cmd in config["commands"]]
-    assert set(config["workflows"]) == {"all", "pretrained"}
+    assert set(config["workflows"]) == {"all", "pretrained", "entity-typing"}
     in_workflows = {step for steps in config["workflows"].values() for step in steps}
     # the demo is one command, which runs the workflow `all` on other variables
     assert set(names) == in_workflows | {"demo"} and "demo" not in in_workflows
     # the shipped models are rebuilt from the public data the default route converts
     assert config["workflows"]["pretrained"] == ["check-data", "convert-gap", "convert-corpus", "train-pretrained"]
+    # the downstream experiment is a workflow of its own (hours on CPU), not a step of `all` or the demo
+    assert config["workflows"]["entity-typing"] == ["entity-typing-data", "entity-typing-train", "entity-typing-report"]
+    assert not set(config["workflows"]["entity-typing"]) & set(config["workflows"]["all"])
 
 
 @pytest.mark.parametrize("demo", [False, True])
@@ -222,14 +225,14 @@ def _produced_by_earlier(path: str, outputs: Set[str]) -> bool:
     return any(path == out or path.startswith(out + "/") for out in outputs)
 
 
-@pytest.mark.parametrize("workflow", ["all", "demo"])
+@pytest.mark.parametrize("workflow", ["all", "demo", "entity-typing"])
 def test_deps_exist_or_come_from_earlier_steps_or_assets(workflow):
     # the demo: the steps of `all` on the demo's variables
     config = load_project(demo_overrides() if workflow == "demo" else None)
     cmds = commands(config)
     assets = {_norm(asset["dest"]) for asset in config["assets"]}
     produced: Set[str] = set()
-    for step in config["workflows"]["all"]:
+    for step in config["workflows"]["all" if workflow == "demo" else workflow]:
         cmd = cmds[step]
         joined = " ".join(cmd["script"])
         for dep in cmd.get("deps", []):
@@ -1217,6 +1220,118 @@ def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
     assert "--also training/s2e_ontogum/model-last" in project_line
     petra_tune = pretrained_script.commands("petra-gap", -1)[1]
     assert "--also" not in petra_tune  # tune-gap-threshold tunes one checkpoint
+
+
+# ----- entity typing: a downstream spancat with and without entity gating -----------
+
+ENTITY_TYPING = ("configs/entity_typing.cfg", "configs/entity_typing_gated.cfg")
+
+
+def test_the_entity_typing_configs_differ_only_in_the_spancats_tok2vec():
+    """The gated twin is the plain config with the spancat's tok2vec wrapped
+    in EntityGating.v1, that tok2vec unchanged inside it; nothing else
+    differs (data, seeds, steps, suggester, the frozen annotating s2e)."""
+    from spacy.util import load_config
+
+    plain, gated = (load_config(REPO / path, interpolate=False) for path in ENTITY_TYPING)
+    plain_tok2vec = plain["components"]["spancat"]["model"].pop("tok2vec")
+    gated_tok2vec = gated["components"]["spancat"]["model"].pop("tok2vec")
+    assert plain_tok2vec["@architectures"] == "spacy.Tok2Vec.v2"
+    assert gated_tok2vec.pop("tok2vec") == plain_tok2vec
+    assert gated_tok2vec == {
+        "@architectures": "spacy_memcoref.EntityGating.v1",
+        "entity_width": 1024,
+        "span_cluster_prefix": "coref_clusters",
+        "init_gate_bias": -2.0,
+    }
+    assert plain == gated
+    # the setup both share: the shipped s2e sourced, frozen and annotating; GUM's mentions, one type a span
+    assert plain["nlp"]["pipeline"] == ["memcoref", "spancat"]
+    assert plain["components"]["memcoref"] == {"source": "${paths.coref_model}"}
+    assert plain["training"]["frozen_components"] == plain["training"]["annotating_components"] == ["memcoref"]
+    spancat = plain["components"]["spancat"]
+    assert (spancat["factory"], spancat["spans_key"], spancat["max_positive"]) == ("spancat", "gum_mentions", 1)
+    weights = {k: v for k, v in plain["training"]["score_weights"].items() if v}
+    assert weights == {"spans_gum_mentions_f": 1.0}
+
+
+@pytest.mark.parametrize("path", ENTITY_TYPING)
+def test_the_entity_typing_spancat_models_build(path):
+    """Each config's spancat model resolves (every registered name and
+    setting exists); the gated one is EntityGating.v1 around the tok2vec."""
+    import spacy_memcoref  # noqa: F401 (registers EntityGating.v1)
+    from spacy.util import load_config, registry
+
+    config = load_config(REPO / path, interpolate=False)
+    model = registry.resolve({"model": config["components"]["spancat"]["model"]})["model"]
+    names = [node.name for node in model.walk()]
+    assert ("entity_gating" in names) == path.endswith("_gated.cfg"), names
+    suggester = registry.resolve({"s": config["components"]["spancat"]["suggester"]})["s"]
+    assert suggester is not None
+
+
+def test_entity_typing_trains_both_configs_on_both_seeds_alike():
+    """The four training lines differ only in the config, the output folder
+    and the seed; each passes the steps as the schedule's end too; the report
+    reads the four model-best folders."""
+    raw = commands(raw_project())
+    variables = raw_project()["vars"]
+    assert variables["entity_typing_max_steps"] == variables["entity_typing_eval_frequency"] == "config"
+    trains = raw["entity-typing-train"]["script"]
+    (report,) = raw["entity-typing-report"]["script"]
+    runs, shapes = {}, set()
+    for line in trains:
+        tokens = shlex.split(line)
+        assert tokens[:2] == ["python", "scripts/train.py"]
+        at = {name: tokens.index(name) + 1 for name in ("--output", "--system.seed")}
+        config, output, seed = tokens[2], tokens[at["--output"]], tokens[at["--system.seed"]]
+        steps = tokens[tokens.index("--training.max_steps") + 1]
+        assert steps == tokens[tokens.index("--training.optimizer.learn_rate.total_steps") + 1]
+        assert steps == "${vars.entity_typing_max_steps}"
+        runs[(config, seed)] = output
+        # the line with its config, output and seed left out: the same for all four
+        shapes.add(tuple(tok for i, tok in enumerate(tokens) if i not in (2, at["--output"], at["--system.seed"])))
+    assert set(runs) == {(c, s) for c in ENTITY_TYPING for s in ("0", "1")} and len(shapes) == 1
+    reported = [t for t in shlex.split(report) if t.endswith("/model-best")]
+    assert sorted(reported) == sorted(f"{out}/model-best" for out in runs.values())
+
+
+def _toy_entity_doc(vocab, labels):
+    """Ann met Bob . She thanked him . -- GUM mentions Ann / She (entity 1), Bob / him (entity 2)."""
+    from spacy.tokens import Doc, Span
+
+    doc = Doc(vocab, words="Ann met Bob . She thanked him .".split())
+    bounds = [(0, 1, "1"), (2, 3, "2"), (4, 5, "1"), (6, 7, "2")]
+    doc.spans["gum_mentions"] = [
+        Span(doc, start, end, label=label, span_id=entity)
+        for (start, end, entity), label in zip(bounds, labels)
+        if label
+    ]
+    return doc
+
+
+def test_entity_typing_report_scores_spans_and_consistency():
+    import spacy
+
+    script = _load_script("entity_typing")
+    vocab = spacy.blank("en").vocab
+    gold = _toy_entity_doc(vocab, ["person", "person", "person", "person"])
+    # Ann right, Bob wrong, She right, him unlabelled
+    pred = _toy_entity_doc(vocab, ["person", "place", "person", None])
+    scores = script.score_run([gold], [pred])
+    assert (scores["p"], scores["r"]) == (2 / 3, 2 / 4)
+    assert scores["typed_right_given_span"] == 2 / 3
+    assert (scores["pronoun_recall"], scores["pronoun_mentions"]) == (1 / 2, 2)
+    # entity 1 (Ann / She): counted, consistent; entity 2 (Bob / him): one typed mention, not counted
+    assert (scores["consistency"], scores["coverage"], scores["counted"]) == (1.0, 0.5, 1)
+    pred = _toy_entity_doc(vocab, ["person", "place", "organization", "place"])
+    scores = script.score_run([gold], [pred])
+    assert (scores["consistency"], scores["counted"], scores["entities"]) == (0.5, 2, 2)
+    assert script.run_name("training/entity_typing/gated_seed1/model-best") == (
+        "gated_seed1",
+        "training/entity_typing/gated_seed1/model-best",
+    )
+    assert script.config_of("gated_seed1") == "gated"
 
 
 # ----- slow: ship a pipeline as a user does ------------------------------------------
