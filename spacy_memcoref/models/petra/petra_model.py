@@ -84,6 +84,9 @@ def build_petra(
     layer_mix: bool = False,
     frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     frozen_cache_dir: Optional[str] = None,
+    positive_weight: float = 5.0,
+    negative_weight: float = 50.0,
+    train_segment_tokens: int = 0,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 
@@ -120,6 +123,18 @@ def build_petra(
     frozen_cache_dir (Optional[str]): with freeze_encoder, also keep that
         output on disk in this folder (keyed by the encoder's weights), so
         later runs (other seeds, other head settings) skip the encoder.
+    positive_weight (float): the loss weight of a token pair labelled
+        coreferent (paper §3.3, GAP: 5).
+    negative_weight (float): the loss weight of a token pair labelled not
+        coreferent (GAP: 50, for GAP's three labelled spans a text; with
+        full clusters, where cross-cluster pairs outnumber the rest ten to
+        one, a smaller weight keeps the two kinds in balance).
+    train_segment_tokens (int): in training only, a document longer than
+        this is read in segments of at most this many tokens side by side,
+        each from an empty memory (models/petra/training_segments.py: an
+        update costs the longest segment, not the longest document);
+        prediction reads whole documents. 0: whole documents (GAP's texts
+        are short).
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
         decoders.predictions.PeTraPrediction a doc).
     """
@@ -158,6 +173,12 @@ def build_petra(
         not layer_mix or (_is_int(encoder_layers) and encoder_layers > 1),
         f"layer_mix = true mixes encoder_layers > 1 layers, got encoder_layers = {encoder_layers!r}",
     )
+    for name, weight in (("positive_weight", positive_weight), ("negative_weight", negative_weight)):
+        _check(_is_number(weight) and weight > 0, f"{name} must be > 0, got {weight!r}")
+    _check(
+        _is_int(train_segment_tokens) and train_segment_tokens >= 0,
+        f"train_segment_tokens must be an integer >= 0 (0: whole documents), got {train_segment_tokens!r}",
+    )
     frozen_error = frozen_options_error(tok2vec, freeze_encoder, encoder_layers, skip_top_layers)
     _check(frozen_error is None, frozen_error or "")
 
@@ -175,11 +196,14 @@ def build_petra(
             dropout=float(dropout),
             learned_init=learned_init,
             fixed_key_size=fixed_key_size,
+            positive_weight=float(positive_weight),
+            negative_weight=float(negative_weight),
         ),
         entity_threshold=float(entity_threshold),
         min_mentions=min_mentions,
         temperature_halving_steps=temperature_halving_steps,
         mix_layers=encoder_layers if layer_mix else 0,
+        train_segment_tokens=train_segment_tokens,
     )
 
     def make_gold(example: Example, prefix: str) -> Tuple[Optional[SparseGold], int]:

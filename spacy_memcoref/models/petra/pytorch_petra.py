@@ -127,8 +127,13 @@ class PeTra(nn.Module):
         key that is never overwritten; 0 turns it off. With learned_init too,
         the key replaces the first k dims of the learned m_0.
     temperature (float): initial Gumbel-softmax temperature tau.
+    positive_weight (float): the loss weight of a token pair labelled
+        coreferent (GAP's 5: paper §3.3).
+    negative_weight (float): the loss weight of a token pair labelled
+        not coreferent (GAP's 50).
 
-    The arguments but the temperature have no defaults: the builder
+    The arguments but the temperature and the two pair weights (whose
+    defaults are the paper's GAP values) have no defaults: the builder
     (models.petra.petra_model.build_petra) is their home.
     """
 
@@ -145,6 +150,8 @@ class PeTra(nn.Module):
         learned_init: bool,
         fixed_key_size: int,
         temperature: float = 1.0,
+        positive_weight: float = POSITIVE_WEIGHT,
+        negative_weight: float = NEGATIVE_WEIGHT,
     ) -> None:
         super().__init__()
         _check_int("input_size", input_size, 1)
@@ -163,6 +170,11 @@ class PeTra(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         if not float(entity_loss_weight) >= 0.0:
             raise ValueError(f"entity_loss_weight must be >= 0, got {entity_loss_weight}")
+        for name, weight in (("positive_weight", positive_weight), ("negative_weight", negative_weight)):
+            if not float(weight) > 0.0:
+                raise ValueError(f"{name} must be > 0, got {weight}")
+        self.positive_weight = float(positive_weight)
+        self.negative_weight = float(negative_weight)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_cells = num_cells
@@ -536,7 +548,9 @@ class PeTra(nn.Module):
             if g is None:
                 continue
             n_tokens = int(log["entity"].shape[0])
-            pairs, labels, weights = gold_token_pairs(g, n_tokens, doc_index=b)
+            pairs, labels, weights = gold_token_pairs(
+                g, n_tokens, doc_index=b, positive_weight=self.positive_weight, negative_weight=self.negative_weight
+            )
             device, dtype = log["entity"].device, log["entity"].dtype
             if pairs:
                 pair_t = torch.tensor(pairs, dtype=torch.long, device=device)
@@ -597,7 +611,12 @@ def _check_int(name: str, value: int, minimum: int) -> None:
 
 
 def gold_token_pairs(
-    gold: SparseGold, n_tokens: int, *, doc_index: int = 0
+    gold: SparseGold,
+    n_tokens: int,
+    *,
+    doc_index: int = 0,
+    positive_weight: float = POSITIVE_WEIGHT,
+    negative_weight: float = NEGATIVE_WEIGHT,
 ) -> Tuple[List[Tuple[int, int]], List[float], List[float]]:
     """Token-pair labels for the loss (paper §3.3), validated.
 
@@ -606,7 +625,8 @@ def gold_token_pairs(
     RETURNS (Tuple[List[Tuple[int, int]], List[float], List[float]]): token
         pairs (i < j), labels and weights. Inside a span every token links to
         the first (1.0, weight 1); a given span pair labels every cross token
-        pair (weight 5 positive, 50 negative), overriding implied labels (and a
+        pair (weight `positive_weight`, GAP's 5, or `negative_weight`, GAP's
+        50), overriding implied labels (and a
         later given pair overrides an earlier one on a shared token pair);
         pairs of a token with itself (overlapping spans) are left out.
     """
@@ -627,7 +647,7 @@ def gold_token_pairs(
         label = float(label)
         if not (0.0 <= label <= 1.0):
             raise ValueError(f"{where}: pair ({a}, {b}) has label {label}, not in [0, 1]")
-        weight = POSITIVE_WEIGHT if label >= 0.5 else NEGATIVE_WEIGHT
+        weight = positive_weight if label >= 0.5 else negative_weight
         a0, a1 = gold.spans[a]
         b0, b1 = gold.spans[b]
         for i in range(a0, a1 + 1):

@@ -28,6 +28,7 @@ from ...doc_helpers import LOG_KEYS
 from ...decoders.petra import decode_clusters
 from ...decoders.predictions import CellStates, LogDecoding, PeTraPrediction
 from .pytorch_petra import CELL_KEY, SNAPSHOT_KEY, PeTra, span_link_probability
+from .training_segments import split_for_training
 
 # tau never goes below this (halving forever would end in inf / NaN).
 MIN_TEMPERATURE = 0.01
@@ -71,6 +72,9 @@ class PeTraHead(nn.Module):
         batches (0: constant 1).
     mix_layers (int): L > 1: each token's input is L layers concatenated,
         replaced by their learned scalar mix (ScalarMix); 0: used as it is.
+    train_segment_tokens (int): > 0: in training, documents longer than this
+        are read in segments (training_segments.split_for_training); 0:
+        whole.
 
     The arguments have no defaults: the builder (models.petra.petra_model.build_petra)
     is their home.
@@ -86,12 +90,14 @@ class PeTraHead(nn.Module):
         min_mentions: int,
         temperature_halving_steps: int,
         mix_layers: int,
+        train_segment_tokens: int,
     ) -> None:
         super().__init__()
         self.petra_kwargs = dict(petra_kwargs)
         self.entity_threshold = entity_threshold
         self.min_mentions = min_mentions
         self.temperature_halving_steps = temperature_halving_steps
+        self.train_segment_tokens = train_segment_tokens
         self.petra: Optional[PeTra] = None
         self.mix: Optional[ScalarMix] = ScalarMix(mix_layers) if mix_layers > 1 else None
         # keep the cell states for the entity vectors when predicting (the
@@ -146,6 +152,8 @@ class PeTraHead(nn.Module):
         gold = None
         if golds is not None:
             gold = list(golds)
+            if self.training and self.train_segment_tokens:
+                feats, gold, _ = split_for_training(feats, gold, self.train_segment_tokens)
         # predicting: keep the cell states the entity vectors are read from
         record = None
         if not self.training and self.keep_cell_states:
