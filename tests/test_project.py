@@ -341,7 +341,15 @@ def test_var_defaults_are_the_configs_own_values():
 
     variables = raw_project()["vars"]
     # "config": scripts/train.py leaves the override out, so each config trains as it says
-    for name in ("s2e_max_steps", "s2e_eval_frequency", "petra_max_steps", "petra_eval_frequency", "num_cells"):
+    for name in (
+        "s2e_max_steps",
+        "s2e_eval_frequency",
+        "petra_max_steps",
+        "petra_eval_frequency",
+        "petra_entities_max_steps",
+        "petra_entities_eval_frequency",
+        "num_cells",
+    ):
         assert variables[name] == "config", name
     for path in sorted((REPO / "configs").glob("*.cfg")):
         config = load_config(path, interpolate=False)
@@ -350,7 +358,7 @@ def test_var_defaults_are_the_configs_own_values():
             config["training"]["max_steps"],
             "${training.max_steps}",
         ), path
-    for step in ("train-s2e", "train-petra"):
+    for step in ("train-s2e", "train-petra", "train-petra-entities"):
         (command,) = [c for c in raw_project()["commands"] if c["name"] == step]
         assert command["script"][0].startswith("python scripts/train.py ")
         max_steps = command["script"][0].split("--training.max_steps ")[1].split()[0]
@@ -1147,7 +1155,11 @@ def test_train_steps_keep_each_presets_own_settings(s2e_config, petra_config, s2
 def test_demo_train_steps_pass_their_few_steps():
     variables = demo_overrides()
     cmds = commands(load_project(variables))
-    for step, prefix in (("train-s2e", "vars.s2e"), ("train-petra", "vars.petra")):
+    for step, prefix in (
+        ("train-s2e", "vars.s2e"),
+        ("train-petra", "vars.petra"),
+        ("train-petra-entities", "vars.petra_entities"),
+    ):
         args = _train_argv(cmds[step]["script"][0])
         steps, every = variables[f"{prefix}_max_steps"], variables[f"{prefix}_eval_frequency"]
         assert isinstance(steps, int) and steps < 100
