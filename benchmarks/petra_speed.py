@@ -110,7 +110,15 @@ def parse_args(argv=None):
 
 # PeTra's arguments besides the sizes: the builder's defaults (the torch
 # module takes required arguments; models.petra.petra_model.build_petra is their home)
-BUILDER_ARGS = ("usage_decay", "entity_loss_weight", "dropout", "learned_init", "fixed_key_size")
+BUILDER_ARGS = (
+    "usage_decay",
+    "entity_loss_weight",
+    "dropout",
+    "learned_init",
+    "fixed_key_size",
+    "positive_weight",
+    "negative_weight",
+)
 
 
 def builder_defaults():

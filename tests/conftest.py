@@ -64,6 +64,8 @@ PETRA_ARGS: Tuple[str, ...] = (
     "dropout",
     "learned_init",
     "fixed_key_size",
+    "positive_weight",
+    "negative_weight",
 )
 S2E_HEAD_ARGS: Tuple[str, ...] = (
     "hidden_size",

@@ -132,8 +132,7 @@ class PeTra(nn.Module):
     negative_weight (float): the loss weight of a token pair labelled
         not coreferent (GAP's 50).
 
-    The arguments but the temperature and the two pair weights (whose
-    defaults are the paper's GAP values) have no defaults: the builder
+    The arguments but the temperature have no defaults: the builder
     (models.petra.petra_model.build_petra) is their home.
     """
 
@@ -149,9 +148,9 @@ class PeTra(nn.Module):
         dropout: float,
         learned_init: bool,
         fixed_key_size: int,
+        positive_weight: float,
+        negative_weight: float,
         temperature: float = 1.0,
-        positive_weight: float = POSITIVE_WEIGHT,
-        negative_weight: float = NEGATIVE_WEIGHT,
     ) -> None:
         super().__init__()
         _check_int("input_size", input_size, 1)
