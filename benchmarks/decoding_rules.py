@@ -25,6 +25,7 @@ from spacy_memcoref.decoders.constraints import (
     SENTENCE_PEOPLE,
     SPEAKERS,
     SYMBOL_TWINS,
+    VOICE,
     WORD,
     violations,
 )
@@ -38,6 +39,8 @@ CONDITIONS = {
     f"{WORD} alone": frozenset({WORD}),
     f"{PRONOUNS} alone": frozenset({PRONOUNS}),
     f"{SPEAKERS} alone": frozenset({SPEAKERS}),
+    f"{VOICE} alone": frozenset({VOICE}),
+    f"all but {VOICE}": ALL_RULES - {VOICE},
     f"{SYMBOL_TWINS} alone": frozenset({SYMBOL_TWINS}),
     f"{SENTENCE_PEOPLE} alone": frozenset({SENTENCE_PEOPLE}),
     f"{CLAUSE} alone": frozenset({CLAUSE}),

@@ -14,6 +14,7 @@ from spacy_memcoref.decoders.constraints import (
     SENTENCE_PEOPLE,
     SPEAKERS,
     SYMBOL_TWINS,
+    VOICE,
     WORD,
     DocRules,
     grapheme_boundaries,
@@ -275,9 +276,46 @@ def test_two_speakers_i_never_share_a_cluster_nor_a_speakers_i_and_you():
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKERS}))
     assert unruled == [["Anna", "I", "I", "You"]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "I", "You"], ["Ben", "I"]]
-    # without speaker turns nothing tells the two "I" apart
+    # without speaker turns nothing tells the two "I" apart; the text is then one voice (VOICE), whose "You"
+    # is not its "I"
     del doc.spans["speakers"]
-    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == unruled
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {VOICE})) == unruled
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "I", "I"]]
+
+
+def test_a_writers_i_is_not_their_you_outside_a_quotation():
+    # an email: "my" is the writer (Sam), "you" the reader (Jo)
+    doc = NLP("Hi Jo , my notes are ready . Can you check them ? Sam")
+    spans = [(1, 1), (3, 3), (9, 9), (13, 13)]  # Jo, my, you, Sam
+    # "you" prefers "my", then "Jo"; "Sam" prefers "my"
+    prediction = _prediction(doc, spans, {2: [(1, 4.0), (0, 3.0)], 3: [(1, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {VOICE})) == [["my", "you", "Sam"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Jo", "you"], ["my", "Sam"]]
+    # PeTra's decoding by the same rule: "you" takes its next-best action (a COREF to Jo's cell)
+    log = {
+        "entity": numpy.array([0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1], dtype=float),
+        "overwrite": numpy.zeros((14, 2)),
+        "coref": numpy.zeros((14, 2)),
+    }
+    log["overwrite"][1] = [1.0, 0.0]  # Jo: a new entity in cell 0
+    log["overwrite"][3] = [0.0, 1.0]  # my: cell 1
+    log["coref"][9] = [0.5, 0.9]  # you: cell 1 (my), then cell 0 (Jo)
+    log["coref"][13] = [0.0, 1.0]  # Sam: cell 1
+    assert _texts(doc, decode_clusters(log, rules=DocRules(doc, ALL_RULES - {VOICE}))) == [["my", "you", "Sam"]]
+    assert _texts(doc, decode_clusters(log, rules=DocRules(doc))) == [["Jo", "you"], ["my", "Sam"]]
+
+
+def test_a_quotation_is_a_voice_of_its_own():
+    # 'me' (the narrator) and the quoted "you" (whom Anna addresses) may be one person; the narrator's own
+    # "you" (the reader) may not
+    doc = NLP('Anna told me : " you are late . " I know you agree .')
+    me, quoted_you, narrator_i, narrator_you = 2, 5, 10, 12
+    spans = [(0, 0), (me, me), (quoted_you, quoted_you), (narrator_i, narrator_i), (narrator_you, narrator_you)]
+    prediction = _prediction(doc, spans, {2: [(1, 4.0)], 3: [(2, 4.0)], 4: [(3, 4.0)]})
+    assert _texts(doc, S2EDecoder(0.0).clusters(prediction, doc=doc)) == [["me", "you", "I"]]
+    features = [DocRules(doc).features((i, i)) for i in (me, quoted_you, narrator_i, narrator_you)]
+    assert [sorted(f for f in fs if "~" in f) for fs in features] == [["I~0"], ["you~1"], ["I~0"], ["you~0"]]
 
 
 def test_two_people_of_one_sentence_are_two_entities_unless_in_apposition_or_a_predicate():

@@ -16,6 +16,19 @@ groups, resolved text, entity records, `annotate`):
 - **speakers** (where the Doc has `doc.spans["speakers"]`, a transcript's
   turns): "I" of one speaker and "I" of another never share a cluster, nor
   a speaker's "I" and the same speaker's "you";
+- **a voice's "I", "you" and "she" are three people**: outside speaker turns (text with
+  none, a letter, a story), within one voice (the text outside quotation
+  marks, or one quotation) "I" / me / my / mine / myself, "you" / your /
+  yours / yourself and he / she and their forms are three people, never in
+  one cluster: a letter's "My" is its writer, its "you" the reader, its
+  "she" someone else. A letter's greeting names the reader ("Hi Jo,",
+  "Dear Mrs. Patel,", a first line "Lena,") and its signature the writer
+  (a name after a closing, "Best, Sam", or alone on the last line): the
+  greeting's name is a "you" of the text, the signature's an "I". A quotation (between straight double quotes, or “ and ”; a
+  line break ends one left open) is a voice of its own, since "I" there is
+  whoever is quoted ('Anna told me: "you are late"': "me" and "you" are
+  Anna's addressee and may be one person). A stream's window is one text:
+  pieces are told apart as voices only by their speakers;
 - **no mention twice by a symbol**: one cluster never holds two nested
   mentions whose difference holds no letter or digit ("Bob" and "Bob 👨");
 - **a mention is no clause**: a mention of two or more words does not
@@ -105,6 +118,11 @@ def pronoun_features(text: str) -> FrozenSet[str]:
 
 # a speaker's first- and second-person mentions: "I@NAME", "you@NAME"
 SPEAKER_SEP = "@"
+# a voice's first- and second-person mentions (the VOICE rule): "I~VOICE", "you~VOICE"
+VOICE_SEP = "~"
+# the marks that open / close a quotation (a straight double quote does both)
+QUOTE_OPENERS = frozenset({'"', "“", "``"})
+QUOTE_CLOSERS = frozenset({'"', "”", "''"})
 
 
 def conflict(features: Set[str]) -> bool:
@@ -115,7 +133,98 @@ def conflict(features: Set[str]) -> bool:
     speakers_i = {f.split(SPEAKER_SEP, 1)[1] for f in features if f.startswith("I" + SPEAKER_SEP)}
     if len(speakers_i) > 1:
         return True
-    return any(f"you{SPEAKER_SEP}{speaker}" in features for speaker in speakers_i)
+    if any(f"you{SPEAKER_SEP}{speaker}" in features for speaker in speakers_i):
+        return True
+    voices: Dict[str, Set[str]] = {}
+    for f in features:
+        person, sep, voice = f.partition(VOICE_SEP)
+        if sep:
+            voices.setdefault(voice, set()).add(person)
+    # one voice's I, you and he / she are three people
+    return any(len(persons) > 1 for persons in voices.values())
+
+
+def quotations(doc: Doc) -> List[int]:
+    """Each token's quotation: 0 outside quotation marks, k inside the
+    doc's k-th quotation (the marks themselves are outside). A straight
+    double quote opens a quotation when none is open and closes it
+    otherwise; a token holding a line break closes one left open."""
+    index: List[int] = []
+    opened, current = 0, 0
+    for token in doc:
+        text = token.text
+        if current and (text in QUOTE_CLOSERS or "\n" in text):
+            current = 0
+            index.append(0)
+        elif not current and text in QUOTE_OPENERS:
+            opened += 1
+            current = opened
+            index.append(0)
+        else:
+            index.append(current)
+    return index
+
+
+# a letter's greeting and closing words (lower case; a closing ends in a comma)
+GREETINGS = frozenset({"hi", "hello", "hey", "dear", "dearest", "to"})
+CLOSINGS = frozenset(
+    """best thanks cheers regards love yours sincerely faithfully truly wishes warmly
+    kind warm many all with thank you""".split()
+)
+
+
+def _is_name_word(text: str) -> bool:
+    return text[:1].isupper() and (text.replace(".", "").replace("-", "").isalpha())
+
+
+def letter_parts(doc: Doc) -> Tuple[Optional[TokenSpan], Optional[TokenSpan]]:
+    """(greeting name, signature name) of a letter or message: token ranges,
+    None where there is none.
+
+    The greeting: the text opens with a greeting word (GREETINGS) and up to
+    five words ending at a comma, colon or line break ("Hi Jo,", "Dear Mrs.
+    Patel,", "To the customer service team,"), or its first line is a name
+    and a comma ("Lena,"). The signature: the text ends with one to three
+    capitalised words after a closing ending in a comma ("Thanks, Sam",
+    "Yours faithfully, Daniel Kerr"), or its last line, after a line break,
+    is one to three capitalised words.
+    """
+    words = [i for i, t in enumerate(doc) if not t.is_space]
+    if len(words) < 4:
+        return None, None
+    text = [doc[i].text for i in range(len(doc))]
+    greeting: Optional[TokenSpan] = None
+    first = words[0]
+    breaks = [i for i, t in enumerate(doc) if "\n" in t.text_with_ws]
+    if text[first].lower() in GREETINGS:
+        end = next((i for i in words[1:7] if text[i] in (",", ":", "!") or "\n" in doc[i].text_with_ws), None)
+        if end is not None:
+            last = end - 1 if text[end] in (",", ":", "!") else end
+            if last > first:
+                greeting = (first + 1, last)
+    elif breaks and breaks[0] <= first + 4:
+        line = [i for i in words if i <= breaks[0]]
+        if len(line) >= 2 and text[line[-1]] in (",", ":") and all(_is_name_word(text[i]) for i in line[:-1]):
+            greeting = (line[0], line[-2])
+    signature: Optional[TokenSpan] = None
+    tail: List[int] = []
+    for i in reversed(words):
+        if not _is_name_word(text[i]) or len(tail) == 3:
+            break
+        tail.insert(0, i)
+    if tail and tail[0] > first:
+        before = max(i for i in words if i < tail[0])
+        closing = text[before] == "," and text[max(i for i in words if i < before)].lower() in CLOSINGS
+        on_own_line = (
+            "\n" in doc[before].text_with_ws
+            or doc[before].is_space
+            or any(doc[j].is_space and "\n" in doc[j].text for j in range(before + 1, tail[0]))
+        )
+        if closing or on_own_line:
+            signature = (tail[0], tail[-1])
+    if greeting is not None and signature is not None and signature[0] <= greeting[1]:
+        signature = None
+    return greeting, signature
 
 
 def has_word_character(text: str) -> bool:
@@ -138,11 +247,14 @@ def grapheme_boundaries(text: str) -> Set[int]:
 WORD = "word"  # a mention is a word: letter or digit, no whitespace ends, whole graphemes
 PRONOUNS = "pronouns"  # pronouns of another gender, person or animacy never share a cluster
 SPEAKERS = "speakers"  # two speakers' "I", a speaker's "I" and "you", never in one cluster
+VOICE = "voice"  # one voice's "I", "you" and "he"/"she" (outside turns and quotes, one quotation): three people
 SYMBOL_TWINS = "symbol_twins"  # no two nested mentions apart by symbols only in one cluster
 SENTENCE_PEOPLE = "sentence_people"  # two different noun phrases of one sentence, not in apposition
 CLAUSE = "clause"  # a mention does not start with a subject and its verb
 COORDINATION = "coordination"  # "X and Y" never with he / she / I
-ALL_RULES: FrozenSet[str] = frozenset({WORD, PRONOUNS, SPEAKERS, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE, COORDINATION})
+ALL_RULES: FrozenSet[str] = frozenset(
+    {WORD, PRONOUNS, SPEAKERS, VOICE, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE, COORDINATION}
+)
 
 # a word after "and" that opens a second noun phrase, and words before it
 # after which "and" joins something inside one ("a friend of Tom and Anna")
@@ -277,10 +389,15 @@ class DocRules:
                 index += token.i == 0 or bool(token.is_sent_start)
                 self._sentence.append(index)
         self._speakers: Dict[int, str] = {}
-        if SPEAKERS in self.enabled and "speakers" in doc.spans:
+        if (SPEAKERS in self.enabled or VOICE in self.enabled) and "speakers" in doc.spans:
+            # VOICE leaves a turn's tokens to SPEAKERS
             for turn in doc.spans["speakers"]:
                 for i in range(turn.start, turn.end):
                     self._speakers[i] = turn.label_
+        self._quotation: Optional[List[int]] = quotations(doc) if VOICE in self.enabled else None
+        self._letter: Tuple[Optional[TokenSpan], Optional[TokenSpan]] = (
+            letter_parts(doc) if VOICE in self.enabled and not self._speakers else (None, None)
+        )
 
     def is_mention(self, span: TokenSpan) -> bool:
         """Whether the tokens start..end (inclusive) may be a mention."""
@@ -332,27 +449,49 @@ class DocRules:
 
     def features(self, span: TokenSpan) -> FrozenSet[str]:
         """A one-word pronoun mention's features (PRONOUNS), its speaker's
-        where a first- or second-person pronoun has one (SPEAKERS), one
+        where a first- or second-person pronoun has one (SPEAKERS), its
+        voice's (VOICE: its quotation, outside speaker turns) for I and
+        you, one
         person's for he / she / I, two people's for a coordination
         (COORDINATION)."""
         start, end = span
+        letter = self._letter_feature(span)
         if start != end:
-            return (
-                frozenset({"two-people"})
-                if COORDINATION in self.enabled and self.is_coordination(span)
-                else NO_FEATURES
-            )
+            if COORDINATION in self.enabled and self.is_coordination(span):
+                return frozenset({"two-people"} | letter)
+            return frozenset(letter)
         word = self.doc[start].text.strip().lower()
         found = set(pronoun_features(word)) if PRONOUNS in self.enabled else set()
         if COORDINATION in self.enabled and word in ONE_PERSON:
             found.add("one-person")
         speaker = self._speakers.get(start)
-        if speaker:
-            if word in FIRST_SINGULAR:
-                found.add(f"I{SPEAKER_SEP}{speaker}")
-            elif word in SECOND:
-                found.add(f"you{SPEAKER_SEP}{speaker}")
-        return frozenset(found)
+        person = (
+            "I"
+            if word in FIRST_SINGULAR
+            else "you"
+            if word in SECOND
+            else "third"
+            if word in MASCULINE or word in FEMININE
+            else None
+        )
+        if speaker and person in ("I", "you") and SPEAKERS in self.enabled:
+            found.add(f"{person}{SPEAKER_SEP}{speaker}")
+        if person and not speaker and self._quotation is not None:
+            # a speaker's turn is the SPEAKERS rule's
+            found.add(f"{person}{VOICE_SEP}{self._quotation[start]}")
+        return frozenset(found | letter)
+
+    def _letter_feature(self, span: TokenSpan) -> Set[str]:
+        """A letter's greeting name is the text's "you", its signature its
+        "I" (VOICE): a mention inside either (or the greeting with its word,
+        "Hi Jo") gets that feature."""
+        start, end = span
+        greeting, signature = self._letter
+        if greeting is not None and start <= greeting[1] and end >= greeting[0] and end <= greeting[1]:
+            return {f"you{VOICE_SEP}0"}
+        if signature is not None and start >= signature[0] and end <= signature[1]:
+            return {f"I{VOICE_SEP}0"}
+        return set()
 
     def description(self, span: TokenSpan) -> Optional[Tuple[int, str]]:
         """(sentence index, head word) of a noun-phrase mention; None for a

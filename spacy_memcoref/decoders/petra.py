@@ -34,7 +34,16 @@ from ..doc_helpers.gap_annotation import GAP_PROBS_KEY
 from ..doc_helpers.memory_log import set_memory_log
 from ..util import Clusters, TokenSpan
 from .calibration import IDENTITY, calibrate, check_calibration
-from .constraints import ALL_RULES, NO_FEATURES, WORD, DocRules, conflict, has_word_character, pronoun_features
+from .constraints import (
+    ALL_RULES,
+    NO_FEATURES,
+    WORD,
+    DocRules,
+    conflict,
+    has_word_character,
+    letter_parts,
+    pronoun_features,
+)
 from .entity_vectors import pick_cell_states
 from .predictions import PeTraPrediction
 
@@ -253,12 +262,19 @@ def movable_tokens(doc: Doc) -> List[int]:
     """The tokens a decoding rule may move off their argmax action's cell
     (decode_entities: a token with features, DocRules.features, whose
     argmax COREF conflicts): those with a pronoun's features, whatever the
-    rules and speakers (each one-token feature is given to these words
-    only). The head keeps the whole memory at them for the entity vectors.
+    rules and speakers, and a letter's greeting and signature names where
+    the Doc has no speaker turns (each one-token feature is given to these
+    words only). The head keeps the whole memory at them for the entity vectors.
 
     RETURNS (List[int]): their indices, in order.
     """
-    return [token.i for token in doc if pronoun_features(token.text)]
+    movable = {token.i for token in doc if pronoun_features(token.text)}
+    if "speakers" not in doc.spans:
+        # a letter's greeting and signature names (the VOICE rule's "you" and "I")
+        for part in letter_parts(doc):
+            if part is not None:
+                movable.update(range(part[0], part[1] + 1))
+    return sorted(movable)
 
 
 def decode_entities(
