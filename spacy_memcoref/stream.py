@@ -69,6 +69,42 @@ PIECE_KEY = "stream_piece"
 JOINED_KEY = "stream_joined"
 
 
+class _KnownMentions:
+    """The earlier pieces' mentions in a window by their characters, found
+    again when the model re-reads one with other boundaries.
+
+    A later window often reads an earlier mention with another end ("the
+    man" becomes "the man who called" once the next sentence is there) or
+    start: that reading is the same mention, not a new one beside it, when
+    it shares its start or its end with a known mention of two or more
+    words and is of two or more words itself (a one-word mention, "his",
+    shares its start with "his mother", another entity); the known mention
+    that overlaps it most, then the earliest, is the one.
+    """
+
+    def __init__(self, known: Dict[Tuple[int, int], int], text: str) -> None:
+        self.known = known
+        self._by_start: Dict[int, List[Tuple[int, int]]] = {}
+        self._by_end: Dict[int, List[Tuple[int, int]]] = {}
+        for a, b in known:
+            if " " in text[a:b].strip():
+                self._by_start.setdefault(a, []).append((a, b))
+                self._by_end.setdefault(b, []).append((a, b))
+
+    def find(self, span: "Span") -> Optional[int]:
+        """The entity id of the known mention `span` is, or None."""
+        a, b = span.start_char, span.end_char
+        if (a, b) in self.known:
+            return self.known[(a, b)]
+        if len(span) < 2:
+            return None
+        candidates = self._by_start.get(a, []) + self._by_end.get(b, [])
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda k: (min(b, k[1]) - max(a, k[0]), -k[0]))
+        return self.known[best]
+
+
 @dataclass
 class StreamEntity:
     """One entity of a stream's table.
@@ -384,6 +420,7 @@ class Stream:
         for earlier, offset in zip(window, offsets):
             for s, e, entity_id in earlier.mentions:
                 known[(offset + s, offset + e)] = entity_id
+        match = _KnownMentions(known, context.text)
         assigned: Dict[Tuple[int, int], int] = {}  # new piece's (local start, end) -> id
         tagged = is_tagged(context)
         for _, group in numbered_clusters(context, self._model_prefix):
@@ -392,13 +429,13 @@ class Stream:
             if not new:
                 continue
             old = [s for s in spans if s.start_char < start]
-            entity_id = self._cluster_entity(spans, old, new, known, piece, tagged)
+            entity_id = self._cluster_entity(spans, old, new, match, piece, tagged)
             for mention in new:
                 own = self._speaker_entity(piece.speaker) if _is_first_person(mention) and piece.speaker else entity_id
                 assigned[(mention.start_char - start, mention.end_char - start)] = own
             # earlier mentions that had no entity join this one, for later pieces
             for mention in old:
-                if (mention.start_char, mention.end_char) not in known:
+                if match.find(mention) is None:
                     self._record_earlier(window, offsets, mention, entity_id)
         span = context.char_span(start, start + len(piece.text), alignment_mode="expand") if piece.text else None
         if span is not None:
@@ -499,13 +536,13 @@ class Stream:
         spans: List["Span"],
         old: List["Span"],
         new: List["Span"],
-        known: Dict[Tuple[int, int], int],
+        match: "_KnownMentions",
         piece: _Piece,
         tagged: bool,
     ) -> int:
         """The entity of a cluster with mentions in the new piece: rules 2-5."""
-        earlier_ids = [known[(s.start_char, s.end_char)] for s in old if (s.start_char, s.end_char) in known]
-        earlier_ids = [i for i in earlier_ids if i in self._entities]
+        found = (match.find(s) for s in old)
+        earlier_ids = [i for i in found if i is not None and i in self._entities]
         if earlier_ids:
             return earlier_ids[-1]
         if piece.speaker is not None and any(_is_first_person(s) for s in new):

@@ -331,3 +331,21 @@ def test_the_shipped_petra_streams_its_memory(tmp_path):
     # "She" is the entity that the first piece's Zoe Telford opened in a cell
     she = id_of(second, "She")
     assert stream.entity(she).name == "Zoe Telford"
+
+
+def test_a_mention_reread_with_other_boundaries_is_the_known_one():
+    """A later window reads an earlier piece's "the old man" as "the old man who called": the same
+    mention (its entity id), not a new one; a one-word mention ("his") sharing a start with another
+    entity's ("his mother") is not taken for it."""
+    from spacy_memcoref.stream import _KnownMentions
+
+    doc = spacy.blank("en")("the old man who called said his mother left . Bob saw him .")
+    text = doc.text
+    known = {(0, len("the old man")): 7, (text.index("his"), text.index("his") + 3): 8}
+    match = _KnownMentions(known, text)
+    assert match.find(doc[0:5]) == 7  # the old man who called
+    assert match.find(doc[0:3]) == 7  # exact
+    assert match.find(doc[1:3]) == 7  # "old man": the same end
+    his = text.index("his")
+    assert match.find(doc.char_span(his, his + len("his mother"))) is None
+    assert match.find(doc[11:12]) is None  # Bob: nothing known there
