@@ -118,6 +118,7 @@ BUILDER_ARGS = (
     "fixed_key_size",
     "positive_weight",
     "negative_weight",
+    "action_loss_weight",
 )
 
 

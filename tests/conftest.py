@@ -66,6 +66,7 @@ PETRA_ARGS: Tuple[str, ...] = (
     "fixed_key_size",
     "positive_weight",
     "negative_weight",
+    "action_loss_weight",
 )
 S2E_HEAD_ARGS: Tuple[str, ...] = (
     "hidden_size",

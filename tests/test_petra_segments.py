@@ -61,6 +61,7 @@ def _head(segment_tokens: int):
         fixed_key_size=0,
         positive_weight=5.0,
         negative_weight=0.5,
+        action_loss_weight=0.0,
     )
     head = PeTraHead(
         petra_kwargs=kwargs,

@@ -347,6 +347,34 @@ def test_loss_is_weighted_bce_on_real_probabilities_plus_entity_term():
     assert abs(float(loss.detach()) - expected) < 1e-9
 
 
+def test_first_mention_targets_are_overwrite_for_an_entitys_first_span_and_coref_after():
+    from spacy_memcoref.models.petra.pytorch_petra import first_mention_targets
+
+    # spans: "his mother" (0-1) and "his" (0) start together, both first of their entity: kept (0.0);
+    # (4) is "his" again (1.0), (6-7) a new entity (0.0), (9) the mother again (1.0); a second entity
+    # starting at 11 whose start is shared with a later span of "his" conflicts and is left out
+    gold = SparseGold(
+        spans=[(0, 1), (0, 0), (4, 4), (6, 7), (9, 9), (11, 12), (11, 11)],
+        pairs=[(1, 2, 1.0), (0, 4, 1.0), (0, 1, 0.0), (2, 3, 0.0), (1, 6, 1.0)],
+    )
+    assert first_mention_targets(gold) == {0: 0.0, 4: 1.0, 6: 0.0, 9: 1.0}
+    assert first_mention_targets(SparseGold(spans=[(2, 2)])) == {2: 0.0}  # a singleton: a new entity
+
+
+def test_the_action_loss_is_bce_on_the_coref_mass_at_mention_starts():
+    logs = [_random_log(7, 8, 2)]
+    gold = [SparseGold(spans=[(1, 2), (5, 5)], pairs=[(0, 1, 1.0)])]
+    plain = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, action_loss_weight=0.0))
+    with_action = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, action_loss_weight=0.5))
+    extra = float(with_action.get_loss(logs, gold).detach()) - float(plain.get_loss(logs, gold).detach())
+    coref = logs[0]["coref"]
+    first, later = float(coref[1].sum()), float(coref[5].sum())  # token 1 must OVERWRITE, token 5 COREF
+    expected = 0.5 * (-math.log(1 - first) - math.log(later)) / 2
+    assert abs(extra - expected) < 1e-9
+    with pytest.raises(ValueError, match="action_loss_weight"):
+        PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, action_loss_weight=-1.0))
+
+
 def test_loss_gradient_flows_for_confidently_wrong_links():
     log = _random_log(0, 4, 1)
     over = torch.zeros(4, 1, dtype=torch.float64)

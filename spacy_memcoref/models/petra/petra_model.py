@@ -87,6 +87,7 @@ def build_petra(
     positive_weight: float = 5.0,
     negative_weight: float = 50.0,
     train_segment_tokens: int = 0,
+    action_loss_weight: float = 0.0,
 ) -> Model:
     """PeTra (Toshniwal et al. 2020) over any tok2vec.
 
@@ -135,6 +136,12 @@ def build_petra(
         update costs the longest segment, not the longest document);
         prediction reads whole documents. 0: whole documents (GAP's texts
         are short).
+    action_loss_weight (float): weight of a loss on the memory's action at
+        each labelled span's first token: OVERWRITE for an entity's first
+        span, COREF for its later ones (models/petra/pytorch_petra.py; not
+        in the paper). 0: none (GAP); for full clusters, where the pair
+        loss alone never teaches OVERWRITE (each entity of a segment gets a
+        cell of its own).
     RETURNS (Model): input (docs, sparse golds or None), output (loss, one
         decoders.predictions.PeTraPrediction a doc).
     """
@@ -176,6 +183,10 @@ def build_petra(
     for name, weight in (("positive_weight", positive_weight), ("negative_weight", negative_weight)):
         _check(_is_number(weight) and weight > 0, f"{name} must be > 0, got {weight!r}")
     _check(
+        _is_number(action_loss_weight) and action_loss_weight >= 0,
+        f"action_loss_weight must be >= 0, got {action_loss_weight!r}",
+    )
+    _check(
         _is_int(train_segment_tokens) and train_segment_tokens >= 0,
         f"train_segment_tokens must be an integer >= 0 (0: whole documents), got {train_segment_tokens!r}",
     )
@@ -198,6 +209,7 @@ def build_petra(
             fixed_key_size=fixed_key_size,
             positive_weight=float(positive_weight),
             negative_weight=float(negative_weight),
+            action_loss_weight=float(action_loss_weight),
         ),
         entity_threshold=float(entity_threshold),
         min_mentions=min_mentions,

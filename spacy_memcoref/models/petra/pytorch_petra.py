@@ -48,7 +48,15 @@ Decisions where the paper leaves room (each cited where it is made):
   divided by the total weight of the batch. Entity loss: mean e_t over the
   batch's tokens outside labelled spans, times ``entity_loss_weight``. Tokens
   inside labelled spans get no extra entity term: the coref term already
-  pushes their e_t up (P_CL(i, j) <= e_i · e_j).
+  pushes their e_t up (P_CL(i, j) <= e_i · e_j). Action loss (not in the
+  paper; ``action_loss_weight`` > 0, for full clusters): at the first token
+  of each labelled span, the probability of COREF over all cells,
+  sum_k c_t^k, is pushed to 0 where the span is its entity's first (the
+  memory must OVERWRITE: a new entity) and to 1 where an earlier span is of
+  its entity (``first_mention_targets``), BCE averaged over those tokens.
+  The pair loss alone is met by giving each entity a cell of its own by
+  COREF, which works while a training segment holds fewer entities than
+  cells and never teaches OVERWRITE.
 - Clusters (decoders.petra.decode_clusters, numpy only): an entity is (cell, overwrite episode); a token
   with e_t >= threshold joins the entity of its argmax action; a mention is a
   maximal run of such tokens with the same entity; entities with fewer than
@@ -131,6 +139,8 @@ class PeTra(nn.Module):
         coreferent (GAP's 5: paper §3.3).
     negative_weight (float): the loss weight of a token pair labelled
         not coreferent (GAP's 50).
+    action_loss_weight (float): weight of the action loss (the module
+        docstring; 0: none, as the paper).
 
     The arguments but the temperature have no defaults: the builder
     (models.petra.petra_model.build_petra) is their home.
@@ -150,6 +160,7 @@ class PeTra(nn.Module):
         fixed_key_size: int,
         positive_weight: float,
         negative_weight: float,
+        action_loss_weight: float,
         temperature: float = 1.0,
     ) -> None:
         super().__init__()
@@ -172,8 +183,11 @@ class PeTra(nn.Module):
         for name, weight in (("positive_weight", positive_weight), ("negative_weight", negative_weight)):
             if not float(weight) > 0.0:
                 raise ValueError(f"{name} must be > 0, got {weight}")
+        if not float(action_loss_weight) >= 0.0:
+            raise ValueError(f"action_loss_weight must be >= 0, got {action_loss_weight}")
         self.positive_weight = float(positive_weight)
         self.negative_weight = float(negative_weight)
+        self.action_loss_weight = float(action_loss_weight)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_cells = num_cells
@@ -540,6 +554,8 @@ class PeTra(nn.Module):
         weight_terms: List[Tensor] = []
         ent_sum: List[Tensor] = []
         ent_count = 0
+        action_terms: List[Tensor] = []
+        action_count = 0
         # A zero that is part of the graph, so backward() works on a batch
         # with nothing to learn from.
         loss = torch.stack([log["entity"].sum() for log in logs]).sum() * 0.0
@@ -568,10 +584,21 @@ class PeTra(nn.Module):
             # a masked sum, not boolean indexing (which syncs with the device)
             ent_sum.append(torch.where(outside, log["entity"], 0.0).sum())
             ent_count += n_tokens - len(inside)  # counted on the host: no device sync
+            if self.action_loss_weight > 0.0:
+                targets = first_mention_targets(g)
+                if targets:
+                    tokens = torch.tensor(sorted(targets), dtype=torch.long, device=device)
+                    y = torch.tensor([targets[t] for t in sorted(targets)], dtype=dtype, device=device)
+                    p = log["coref"][tokens].sum(dim=-1)
+                    p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
+                    action_terms.append((-(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))).sum())
+                    action_count += len(targets)
         if coref_terms:
             loss = loss + torch.stack(coref_terms).sum() / torch.stack(weight_terms).sum()
         if ent_count > 0:
             loss = loss + self.entity_loss_weight * torch.stack(ent_sum).sum() / ent_count
+        if action_count > 0:
+            loss = loss + self.action_loss_weight * torch.stack(action_terms).sum() / action_count
         return loss
 
 
@@ -655,6 +682,36 @@ def gold_token_pairs(
                     table[(min(i, j), max(i, j))] = (label, weight)
     pairs = sorted(table)
     return pairs, [table[p][0] for p in pairs], [table[p][1] for p in pairs]
+
+
+def first_mention_targets(gold: SparseGold) -> Dict[int, float]:
+    """The action loss's targets: {first token of a labelled span: 0.0 where
+    the span is the first of its entity (OVERWRITE), 1.0 where an earlier
+    span is of its entity (COREF)}. Entities: spans joined by pairs labelled
+    1; a span in none is an entity of its own. A token where two spans
+    start with different targets ("his" and "his mother") is left out.
+
+    gold (SparseGold): the document's (or training segment's) labels.
+    RETURNS (Dict[int, float]): token -> target.
+    """
+    parent = list(range(len(gold.spans)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b, label in gold.pairs:
+        if float(label) >= 0.5 and 0 <= a < len(parent) and 0 <= b < len(parent):
+            parent[find(a)] = find(b)
+    seen: Set[int] = set()
+    found: Dict[int, Set[float]] = {}
+    for index in sorted(range(len(gold.spans)), key=lambda i: (gold.spans[i][0], -gold.spans[i][1])):
+        entity = find(index)
+        found.setdefault(gold.spans[index][0], set()).add(1.0 if entity in seen else 0.0)
+        seen.add(entity)
+    return {t: next(iter(v)) for t, v in found.items() if len(v) == 1}
 
 
 # -- functions over a memory log ------------------------------------------------
