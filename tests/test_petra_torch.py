@@ -361,14 +361,18 @@ def test_first_mention_targets_are_overwrite_for_an_entitys_first_span_and_coref
     assert first_mention_targets(SparseGold(spans=[(2, 2)])) == {2: 0.0}  # a singleton: a new entity
 
 
-def test_the_action_loss_is_bce_on_the_coref_mass_at_mention_starts():
+def test_the_action_loss_is_bce_on_the_coref_share_at_mention_starts():
     logs = [_random_log(7, 8, 2)]
     gold = [SparseGold(spans=[(1, 2), (5, 5)], pairs=[(0, 1, 1.0)])]
     plain = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, action_loss_weight=0.0))
     with_action = PeTra(4, **petra_args(hidden_size=4, num_cells=2, mlp_size=4, action_loss_weight=0.5))
     extra = float(with_action.get_loss(logs, gold).detach()) - float(plain.get_loss(logs, gold).detach())
-    coref = logs[0]["coref"]
-    first, later = float(coref[1].sum()), float(coref[5].sum())  # token 1 must OVERWRITE, token 5 COREF
+    coref, over = logs[0]["coref"], logs[0]["overwrite"]
+
+    def share(t):  # COREF's share of the token's actions
+        return float(coref[t].sum()) / (float(coref[t].sum()) + float(over[t].sum()))
+
+    first, later = share(1), share(5)  # token 1 must OVERWRITE, token 5 COREF
     expected = 0.5 * (-math.log(1 - first) - math.log(later)) / 2
     assert abs(extra - expected) < 1e-9
     with pytest.raises(ValueError, match="action_loss_weight"):

@@ -50,10 +50,11 @@ Decisions where the paper leaves room (each cited where it is made):
   inside labelled spans get no extra entity term: the coref term already
   pushes their e_t up (P_CL(i, j) <= e_i · e_j). Action loss (not in the
   paper; ``action_loss_weight`` > 0, for full clusters): at the first token
-  of each labelled span, the probability of COREF over all cells,
-  sum_k c_t^k, is pushed to 0 where the span is its entity's first (the
-  memory must OVERWRITE: a new entity) and to 1 where an earlier span is of
-  its entity (``first_mention_targets``), BCE averaged over those tokens.
+  of each labelled span, COREF's share of the token's actions,
+  sum_k c_t^k / sum_k (o_t^k + c_t^k) (so not e_t, the entity loss's), is
+  pushed to 0 where the span is its entity's first (the memory must
+  OVERWRITE: a new entity) and to 1 where an earlier span is of its entity
+  (``first_mention_targets``), BCE averaged over those tokens.
   The pair loss alone is met by giving each entity a cell of its own by
   COREF, which works while a training segment holds fewer entities than
   cells and never teaches OVERWRITE.
@@ -589,7 +590,10 @@ class PeTra(nn.Module):
                 if targets:
                     tokens = torch.tensor(sorted(targets), dtype=torch.long, device=device)
                     y = torch.tensor([targets[t] for t in sorted(targets)], dtype=dtype, device=device)
-                    p = log["coref"][tokens].sum(dim=-1)
+                    # COREF's share of the token's actions, c / (o + c): the entity
+                    # probability e_t (o + c = e_t) is the entity loss's, not this one's
+                    co = log["coref"][tokens].sum(dim=-1)
+                    p = co / (co + log["overwrite"][tokens].sum(dim=-1)).clamp(min=LOG_EPS)
                     p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
                     action_terms.append((-(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))).sum())
                     action_count += len(targets)
