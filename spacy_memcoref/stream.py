@@ -71,17 +71,14 @@ JOINED_KEY = "stream_joined"
 
 class _KnownMentions:
     """The earlier pieces' mentions in a window by their characters, found
-    again when the model re-reads one with other boundaries, so that the
-    re-reading is not recorded as a new mention of the earlier piece beside
-    the known one (its entity comes from exact matches only).
-
-    A later window often reads an earlier mention with another end ("the
-    man" becomes "the man who called" once the next sentence is there) or
-    start: that reading is the same mention, not a new one beside it, when
-    it shares its start or its end with a known mention of two or more
-    words and is of two or more words itself (a one-word mention, "his",
-    shares its start with "his mother", another entity); the known mention
-    that overlaps it most, then the earliest, is the one.
+    again when a later window re-reads one with other boundaries ("the man"
+    becomes "the man who called" once the next sentence is there), so that
+    the re-reading is not recorded beside it as a new mention of the
+    earlier piece. A re-reading is the known mention when both are of two
+    or more words and share their start or their end (a one-word mention,
+    "his", shares its start with "his mother", another entity); the known
+    mention that overlaps it most, then the earliest, is the one. Entity
+    ids (rule 2) come from exact matches only (`known`).
     """
 
     def __init__(self, known: Dict[Tuple[int, int], int], text: str) -> None:
@@ -431,7 +428,7 @@ class Stream:
             if not new:
                 continue
             old = [s for s in spans if s.start_char < start]
-            entity_id = self._cluster_entity(spans, old, new, match, piece, tagged)
+            entity_id = self._cluster_entity(spans, old, new, known, piece, tagged)
             for mention in new:
                 own = self._speaker_entity(piece.speaker) if _is_first_person(mention) and piece.speaker else entity_id
                 assigned[(mention.start_char - start, mention.end_char - start)] = own
@@ -538,15 +535,15 @@ class Stream:
         spans: List["Span"],
         old: List["Span"],
         new: List["Span"],
-        match: "_KnownMentions",
+        known: Dict[Tuple[int, int], int],
         piece: _Piece,
         tagged: bool,
     ) -> int:
         """The entity of a cluster with mentions in the new piece: rules 2-5."""
         # by exact characters: taking a re-read mention's id from the known one it overlaps cost 0.2
         # CoNLL F1 on OntoGUM dev (benchmarks/RESULTS.md, "Streams: the price in accuracy")
-        found = (match.known.get((s.start_char, s.end_char)) for s in old)
-        earlier_ids = [i for i in found if i is not None and i in self._entities]
+        earlier_ids = [known[(s.start_char, s.end_char)] for s in old if (s.start_char, s.end_char) in known]
+        earlier_ids = [i for i in earlier_ids if i in self._entities]
         if earlier_ids:
             return earlier_ids[-1]
         if piece.speaker is not None and any(_is_first_person(s) for s in new):

@@ -16,16 +16,17 @@ groups, resolved text, entity records, `annotate`):
 - **speakers** (where the Doc has `doc.spans["speakers"]`, a transcript's
   turns): "I" of one speaker and "I" of another never share a cluster, nor
   a speaker's "I" and the same speaker's "you";
-- **a voice's "I", "you" and "she" are three people**: outside speaker turns (text with
-  none, a letter, a story), within one voice (the text outside quotation
-  marks, or one quotation) "I" / me / my / mine / myself, "you" / your /
-  yours / yourself and he / she and their forms are three people, never in
-  one cluster: a letter's "My" is its writer, its "you" the reader, its
-  "she" someone else. A letter's greeting names the reader ("Hi Jo,",
-  "Dear Mrs. Patel,", a first line "Lena,") and its signature the writer
-  (a name after a closing, "Best, Sam", or alone on the last line): the
-  greeting's name is a "you" of the text, the signature's an "I". A quotation (between straight double quotes, or “ and ”; a
-  line break ends one left open) is a voice of its own, since "I" there is
+- **a voice's "I", "you" and "she" are three people**: outside speaker
+  turns (text with none, a letter, a story), within one voice (the text
+  outside quotation marks, or one quotation) "I" / me / my / mine / myself,
+  "you" / your / yours / yourself and he / she and their forms are three
+  people, never in one cluster: a letter's "My" is its writer, its "you"
+  the reader, its "she" someone else. A letter's greeting names the reader
+  ("Hi Jo,", "Dear Mrs. Patel,", a first line "Lena,") and its signature
+  the writer (a name after a closing, "Best, Sam", or alone on the last
+  line): the greeting's name is a "you" of the text, the signature's an
+  "I". A quotation (between straight double quotes, or “ and ”; a line
+  break ends one left open) is a voice of its own, since "I" there is
   whoever is quoted ('Anna told me: "you are late"': "me" and "you" are
   Anna's addressee and may be one person). A stream's window is one text:
   pieces are told apart as voices only by their speakers;
@@ -118,7 +119,7 @@ def pronoun_features(text: str) -> FrozenSet[str]:
 
 # a speaker's first- and second-person mentions: "I@NAME", "you@NAME"
 SPEAKER_SEP = "@"
-# a voice's first- and second-person mentions (the VOICE rule): "I~VOICE", "you~VOICE"
+# a voice's persons (the VOICE rule): "I~VOICE", "you~VOICE", "third~VOICE"
 VOICE_SEP = "~"
 # the marks that open / close a quotation (a straight double quote does both)
 QUOTE_OPENERS = frozenset({'"', "“", "``"})
@@ -192,7 +193,7 @@ def letter_parts(doc: Doc) -> Tuple[Optional[TokenSpan], Optional[TokenSpan]]:
     words = [i for i, t in enumerate(doc) if not t.is_space]
     if len(words) < 4:
         return None, None
-    text = [doc[i].text for i in range(len(doc))]
+    text = [t.text for t in doc]
     greeting: Optional[TokenSpan] = None
     first = words[0]
     breaks = [i for i, t in enumerate(doc) if "\n" in t.text_with_ws]
@@ -450,10 +451,9 @@ class DocRules:
     def features(self, span: TokenSpan) -> FrozenSet[str]:
         """A one-word pronoun mention's features (PRONOUNS), its speaker's
         where a first- or second-person pronoun has one (SPEAKERS), its
-        voice's (VOICE: its quotation, outside speaker turns) for I and
-        you, one
-        person's for he / she / I, two people's for a coordination
-        (COORDINATION)."""
+        voice's (VOICE, outside speaker turns: its quotation) for I, you, he
+        and she and a letter's greeting and signature names, one person's
+        for he / she / I, two people's for a coordination (COORDINATION)."""
         start, end = span
         letter = self._letter_feature(span)
         if start != end:
@@ -487,7 +487,7 @@ class DocRules:
         "Hi Jo") gets that feature."""
         start, end = span
         greeting, signature = self._letter
-        if greeting is not None and start <= greeting[1] and end >= greeting[0] and end <= greeting[1]:
+        if greeting is not None and greeting[0] <= end <= greeting[1]:
             return {f"you{VOICE_SEP}0"}
         if signature is not None and start >= signature[0] and end <= signature[1]:
             return {f"I{VOICE_SEP}0"}

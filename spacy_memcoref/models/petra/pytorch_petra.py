@@ -572,10 +572,7 @@ class PeTra(nn.Module):
                 pair_t = torch.tensor(pairs, dtype=torch.long, device=device)
                 y = torch.tensor(labels, dtype=dtype, device=device)
                 w = torch.tensor(weights, dtype=dtype, device=device)
-                p = link_probabilities(log, pair_t)
-                p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
-                bce = -(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))
-                coref_terms.append((w * bce).sum())
+                coref_terms.append((w * _bce(link_probabilities(log, pair_t), y)).sum())
                 weight_terms.append(w.sum())
             outside = torch.ones(n_tokens, dtype=torch.bool, device=device)
             inside: Set[int] = set()
@@ -594,8 +591,7 @@ class PeTra(nn.Module):
                     # probability e_t (o + c = e_t) is the entity loss's, not this one's
                     co = log["coref"][tokens].sum(dim=-1)
                     p = co / (co + log["overwrite"][tokens].sum(dim=-1)).clamp(min=LOG_EPS)
-                    p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
-                    action_terms.append((-(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))).sum())
+                    action_terms.append(_bce(p, y).sum())
                     action_count += len(targets)
         if coref_terms:
             loss = loss + torch.stack(coref_terms).sum() / torch.stack(weight_terms).sum()
@@ -604,6 +600,14 @@ class PeTra(nn.Module):
         if action_count > 0:
             loss = loss + self.action_loss_weight * torch.stack(action_terms).sum() / action_count
         return loss
+
+
+def _bce(p: Tensor, y: Tensor) -> Tensor:
+    """Elementwise BCE of real probabilities `p` against labels `y`, `p`
+    clamped to [PROB_EPS, 1 - PROB_EPS] straight through (a confidently
+    wrong probability still gets a gradient)."""
+    p = p + (p.clamp(PROB_EPS, 1.0 - PROB_EPS) - p).detach()
+    return -(y * torch.log(p) + (1.0 - y) * torch.log(1.0 - p))
 
 
 def _time_steps(x: Tensor, block: int = 256) -> Iterator[Tensor]:
