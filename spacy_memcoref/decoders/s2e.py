@@ -15,17 +15,22 @@ that is no word is never a mention, and a link that would put pronouns that
 cannot corefer in one cluster is not made; the candidate then takes its
 next-best antecedent above the threshold (``S2EPrediction.choices``, the
 head's best few, best first), in text order.
+
+With ``memory_cells`` > 0 the candidates are read through a bounded entity
+memory instead (decoders.memory): an antecedent must still be held in it.
 """
 
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
 
-from ..util import Clusters, TokenSpan
+from ..util import Clusters
 from ..doc_helpers.entity_vectors import ENDPOINTS_SOURCE
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
 from .entity_vectors import pool_endpoints
+from .links import clusters_from_links
+from .memory import check_memory_size, read_memory
 from .predictions import Choices, Links, S2EPrediction
 
 
@@ -55,27 +60,6 @@ def links_to_clusters(links: Optional[Links], threshold: float) -> Clusters:
     t = _as_float32(threshold)
     chosen = [b if s > t else -1 for b, s in zip(best, scores)]
     return clusters_from_links(list(starts), list(ends), chosen)
-
-
-def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Sequence[int]) -> Clusters:
-    """Union candidates with their chosen antecedent (-1: none); clusters of
-    two or more mentions, each sorted, in order of their first mention."""
-    parent = list(range(len(links)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for q, c in enumerate(links):
-        if c >= 0:
-            parent[find(q)] = find(c)
-    groups: Dict[int, List[TokenSpan]] = {}
-    for i in range(len(links)):
-        groups.setdefault(find(i), []).append((starts[i], ends[i]))
-    clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]
-    return sorted(clusters, key=lambda c: c[0])
 
 
 def constrained_clusters(links: Links, choices: Optional[Choices], threshold: float, rules: DocRules) -> Clusters:
@@ -108,21 +92,30 @@ def constrained_clusters(links: Links, choices: Optional[Choices], threshold: fl
 
 
 class S2EDecoder:
-    """s2e's decisions: the link threshold (a decoders.protocol.Decoder of
-    S2EPrediction).
+    """s2e's decisions: the link threshold and, optionally, a bounded
+    entity memory (a decoders.protocol.Decoder of S2EPrediction).
 
     link_threshold (float): link a mention to its best antecedent when the
         pair scores above this: the builder's `link_threshold`, the value
         until the component's own (its `link_threshold` setting, which
         `tune-link-threshold` stores) is configured.
+    memory_cells (int): 0 (the default): every preceding candidate may be
+        an antecedent; N > 0: the candidates are read through a memory of N
+        entities (decoders.memory), each keeping memory_mentions mentions.
+    memory_mentions (int): the mentions a memory cell keeps: its entity's
+        first and latest (default 8).
     """
 
     # the settings chosen after training, kept in the component's cfg and
-    # config block (the memcoref factory's arguments)
+    # config block (the memcoref factory's arguments); the memory's size is
+    # a user's choice, from the config alone (set_memory)
     COMPONENT_SETTINGS: ClassVar[Tuple[str, ...]] = ("link_threshold",)
 
-    def __init__(self, link_threshold: float) -> None:
+    def __init__(self, link_threshold: float, memory_cells: int = 0, memory_mentions: int = 8) -> None:
         self.link_threshold = check_link_threshold(link_threshold)
+        self.memory_cells = 0
+        self.memory_mentions = 8
+        self.set_memory(memory_cells, memory_mentions)
 
     def configure(self, settings: Mapping[str, Any]) -> Dict[str, Any]:
         """Take the settings this decoder owns (here link_threshold) from
@@ -135,6 +128,15 @@ class S2EDecoder:
             self.link_threshold = taken["link_threshold"] = check_link_threshold(settings["link_threshold"])
         return taken
 
+    def set_memory(self, cells: int, mentions: int) -> None:
+        """Read through a memory of `cells` entities (0: none, every
+        preceding candidate), each keeping `mentions` mentions.
+
+        RAISES ValueError: cells not an integer >= 0, mentions not >= 1.
+        """
+        self.memory_cells = check_memory_size("memory_cells", cells, minimum=0)
+        self.memory_mentions = check_memory_size("memory_mentions", mentions, minimum=1)
+
     def clusters(
         self,
         prediction: S2EPrediction,
@@ -144,9 +146,23 @@ class S2EDecoder:
         rules: FrozenSet[str] = ALL_RULES,
     ) -> Clusters:
         """The clusters of one prediction (at `threshold`, default the
-        decoder's); with its Doc, under decoders.constraints' `rules`."""
+        decoder's); with its Doc, under decoders.constraints' `rules`;
+        through the memory when memory_cells > 0."""
         threshold = self.link_threshold if threshold is None else threshold
-        if doc is None or prediction.links is None:
+        if prediction.links is None:
+            return []
+        if self.memory_cells > 0:
+            # the choices with or without a Doc: a candidate whose best antecedent left the memory takes the next
+            doc_rules = DocRules(doc, rules) if doc is not None else None
+            return read_memory(
+                prediction.links,
+                prediction.choices,
+                _as_float32(threshold),
+                self.memory_cells,
+                self.memory_mentions,
+                doc_rules,
+            ).clusters
+        if doc is None:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
 

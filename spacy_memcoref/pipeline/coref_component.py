@@ -108,6 +108,8 @@ DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
         "model": DEFAULT_S2E_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
         "link_threshold": None,
+        "memory_cells": 0,
+        "memory_mentions": 8,
         "entity_vectors": True,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
@@ -121,11 +123,18 @@ def make_memcoref(
     link_threshold: Optional[float],
     scorer: Optional[Callable],
     entity_vectors: bool = True,
+    memory_cells: int = 0,
+    memory_mentions: int = 8,
 ) -> "CorefComponent":
     """Coreference resolution with s2e (default) or PeTra, chosen by the model.
     s2e links a mention to its best antecedent when that pair scores above
     link_threshold (`tune-link-threshold` chooses and stores it; null: the
     model block's link_threshold, where earlier versions kept it).
+    memory_cells: 0, every preceding mention may be an antecedent; N > 0, the
+    mentions are read through a memory of N entities, each keeping
+    memory_mentions of its mentions (the first and the latest;
+    decoders.memory): at most N x memory_mentions held, however long the
+    text.
     entity_vectors: write doc._.entity_vectors, one vector a cluster from the
     model's own features (doc_helpers.entity_vectors); false: none, no bytes."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
@@ -136,6 +145,7 @@ def make_memcoref(
         span_cluster_prefix=span_cluster_prefix,
         scorer=scorer,
         settings={"link_threshold": link_threshold},
+        memory=(memory_cells, memory_mentions),
         entity_vectors=entity_vectors,
     )
 
@@ -259,6 +269,8 @@ class CorefComponent(TrainablePipe):
         component's cfg (e.g. PeTra's gap_threshold and gap_calibration; the
         scorer receives them from cfg too, the tuning commands rewrite them);
         None values are left out, keys the decoder does not own are ignored.
+    memory (Tuple[int, int]): s2e's bounded entity memory, (cells, mentions
+        a cell); (0, 8): none (decoders.memory).
     """
 
     def __init__(
@@ -271,6 +283,7 @@ class CorefComponent(TrainablePipe):
         scorer: Optional[Callable] = None,
         settings: Optional[Dict[str, Any]] = None,
         entity_vectors: bool = True,
+        memory: Tuple[int, int] = (0, 8),
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
@@ -285,6 +298,17 @@ class CorefComponent(TrainablePipe):
         self.entity_vectors = entity_vectors
         if settings:
             self.cfg.update(self._hook("decoder").configure(settings))
+        # from the config alone too: the memory's size is a user's choice
+        decoder = self._hook("decoder")
+        if not hasattr(decoder, "set_memory"):
+            if memory[0]:
+                raise ValueError(
+                    f"memory_cells = {memory[0]!r}: the bounded memory reads s2e's antecedent choices, and the "
+                    f"{name!r} component's model {model.name!r} is no s2e model (PeTra has a memory of its own: "
+                    "num_cells)"
+                )
+        else:
+            decoder.set_memory(*memory)
         self._warned_unaligned = False
         self._warned_untrained = False
 
