@@ -167,7 +167,7 @@ def render_memory_png(
 
     log = get_memory_log(doc)
     if log is None:
-        raise ValueError("the Doc has no doc._.memory_log (run a PeTra pipeline over it)")
+        raise ValueError("the Doc has no doc._.memory_log (run a PeTra pipeline, or s2e with memory_cells, over it)")
     fig = memory_figure([t.text for t in doc], log, wrap=wrap, title=title)
     FigureCanvasAgg(fig)
     path = Path(path)
@@ -203,7 +203,7 @@ def memory_table_html(doc: Doc, *, wrap: int = DEFAULT_WRAP) -> str:
     """
     log = get_memory_log(doc)
     if log is None:
-        raise ValueError("the Doc has no doc._.memory_log (run a PeTra pipeline over it)")
+        raise ValueError("the Doc has no doc._.memory_log (run a PeTra pipeline, or s2e with memory_cells, over it)")
     grid = _grid(log)
     labels = _row_labels(grid.shape[0] // 2)
     parts = []

@@ -9,7 +9,7 @@ import pytest
 import spacy
 
 from spacy_memcoref.decoders.constraints import DocRules
-from spacy_memcoref.decoders.memory import COREF, IGNORE, OVERWRITE, read_memory
+from spacy_memcoref.decoders.memory import COREF, IGNORE, OVERWRITE, memory_log, read_memory
 from spacy_memcoref.decoders.predictions import S2EPrediction
 from spacy_memcoref.decoders.s2e import S2EDecoder
 
@@ -131,3 +131,36 @@ def test_the_component_takes_the_memory_from_its_config_and_petra_refuses_it(tmp
     # PeTra's memory is its own (num_cells): the s2e memory on a PeTra model is refused, by name
     with pytest.raises(ValueError, match="no s2e model"):
         spacy.blank("en").add_pipe("memcoref", config={**petra_config(), "memory_cells": 3})
+
+
+def test_the_memory_log_says_what_the_memory_did():
+    doc = NLP("Bob met Ann . Carl came . Bob smiled .")
+    spans = [(0, 0), (2, 2), (4, 4), (7, 7)]
+    prediction = _prediction(spans, {3: [(0, 5.0), (2, 1.0)]})
+    reading = read_memory(prediction.links, prediction.choices, 0.0, 2, 4, DocRules(doc))
+    log = memory_log(reading, prediction.links, len(doc), 2, 4)
+    assert {k: v.shape for k, v in log.items()} == {
+        "entity": (len(doc),),
+        "overwrite": (len(doc), 2),
+        "coref": (len(doc), 2),
+        "usage": (len(doc), 2),
+    }
+    assert log["entity"].tolist() == [1 if i in (0, 2, 4, 7) else 0 for i in range(len(doc))]
+    # Bob, Ann, Carl overwrite cells 0, 1, 0; the second Bob joins Carl's cell 0
+    assert log["overwrite"][[0, 2, 4]].tolist() == [[1, 0], [0, 1], [1, 0]]
+    assert log["coref"][7].tolist() == [1, 0] and log["coref"].sum() == 1
+    # usage: kept mentions over 4, from each mention's token on
+    assert log["usage"][:, 0].tolist() == [0.25] * 7 + [0.5] * (len(doc) - 7)
+    assert log["usage"][1].tolist() == [0.25, 0.0] and log["usage"][2].tolist() == [0.25, 0.25]
+
+
+def test_the_component_writes_the_log_only_through_the_memory():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config={**s2e_config(hidden_size=8), "memory_cells": 3})
+    nlp.initialize()
+    doc = nlp("Ann met Bob in Paris. She thanked him.")
+    assert doc._.memory_log["usage"].shape == (len(doc), 3)
+    plain = spacy.blank("en")
+    plain.add_pipe("memcoref", config=s2e_config(hidden_size=8))
+    plain.initialize()
+    assert plain("Ann met Bob in Paris. She thanked him.")._.memory_log is None

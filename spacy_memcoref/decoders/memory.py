@@ -24,10 +24,15 @@ s2e's mentions").
 The head's choices are its best ANTECEDENT_CHOICES antecedents a candidate,
 so a held mention below those is not seen (measured: 0.3 CoNLL F1 on OntoGUM
 dev at 40 cells x 8 mentions against every pair score).
+
+`memory_log` writes the reading in PeTra's memory-log form
+(doc._.memory_log), so that the same tools show both memories.
 """
 
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
+
+import numpy
 
 from ..util import Clusters
 from .constraints import ClusterBuilder, DocRules
@@ -53,6 +58,7 @@ class MemoryReading:
     cells (List[int]): the cell it went to (-1: IGNORE).
     antecedents (List[int]): the candidate it joined (-1: none).
     peak_held (int): the most mentions the memory held at once.
+    kept_after (List[int]): the mentions its cell kept after it (0: IGNORE).
     """
 
     clusters: Clusters
@@ -60,6 +66,7 @@ class MemoryReading:
     cells: List[int]
     antecedents: List[int]
     peak_held: int
+    kept_after: List[int]
 
 
 def read_memory(
@@ -93,7 +100,7 @@ def read_memory(
     held: Dict[int, int] = {}  # a mention the memory holds -> its cell
     kept: List[List[int]] = [[] for _ in range(cells)]  # a cell's mentions: first, then the latest
     last_used = [-1] * cells
-    actions, cell_of, antecedents = [IGNORE] * n, [-1] * n, [-1] * n
+    actions, cell_of, antecedents, kept_after = [IGNORE] * n, [-1] * n, [-1] * n, [0] * n
     peak = 0
     for q, (candidates, candidate_scores) in enumerate(zip(*choices)):
         if not allowed[q]:
@@ -127,10 +134,52 @@ def read_memory(
             held[q] = cell
             actions[q] = OVERWRITE
         cell_of[q] = cell
+        kept_after[q] = len(kept[cell])
         last_used[cell] = q
         peak = max(peak, len(held))
     if builder is not None:
         clusters = builder.clusters()
     else:
         clusters = clusters_from_links(list(starts), list(ends), antecedents)
-    return MemoryReading(clusters, actions, cell_of, antecedents, peak)
+    return MemoryReading(clusters, actions, cell_of, antecedents, peak, kept_after)
+
+
+def memory_log(
+    reading: MemoryReading, links: Links, n_tokens: int, cells: int, mentions: int
+) -> Dict[str, numpy.ndarray]:
+    """A reading as a memory log (doc_helpers.memory_log's form, float32):
+    ``entity`` [T]: 1 on the tokens of a mention the memory took;
+    ``overwrite`` / ``coref`` [T, cells]: 1 on a mention's tokens at the
+    cell it overwrote / joined; ``usage`` [T, cells]: a cell's kept mentions
+    over `mentions`, once the mentions starting at or before the token are
+    read (0 before the cell's first entity; an overwrite starts it again at
+    1 / mentions).
+
+    reading (MemoryReading): read_memory's result for these links.
+    links (Links): the head's links (the candidates' starts and ends).
+    n_tokens (int): the Doc's length.
+    cells (int): the memory's cells.
+    mentions (int): the mentions a cell keeps.
+    RETURNS (Dict[str, numpy.ndarray]): the four arrays.
+    """
+    starts, ends = links[0], links[1]
+    entity = numpy.zeros(n_tokens, dtype=numpy.float32)
+    overwrite = numpy.zeros((n_tokens, cells), dtype=numpy.float32)
+    coref = numpy.zeros((n_tokens, cells), dtype=numpy.float32)
+    usage = numpy.zeros((n_tokens, cells), dtype=numpy.float32)
+    kept_at = numpy.zeros(cells, dtype=numpy.float32)
+    order = sorted(range(len(starts)), key=lambda i: starts[i])
+    position = 0
+    for t in range(n_tokens):
+        while position < len(order) and starts[order[position]] <= t:
+            q = order[position]
+            position += 1
+            action, cell = reading.actions[q], reading.cells[q]
+            if action == IGNORE:
+                continue
+            span = slice(starts[q], ends[q] + 1)
+            entity[span] = 1.0
+            (overwrite if action == OVERWRITE else coref)[span, cell] = 1.0
+            kept_at[cell] = reading.kept_after[q] / mentions
+        usage[t] = kept_at
+    return {"entity": entity, "overwrite": overwrite, "coref": coref, "usage": usage}

@@ -27,10 +27,11 @@ from spacy.tokens import Doc
 
 from ..util import Clusters
 from ..doc_helpers.entity_vectors import ENDPOINTS_SOURCE
+from ..doc_helpers.memory_log import set_memory_log
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
 from .entity_vectors import pool_endpoints
 from .links import clusters_from_links
-from .memory import check_memory_size, read_memory
+from .memory import check_memory_size, memory_log, read_memory
 from .predictions import Choices, Links, S2EPrediction
 
 
@@ -184,4 +185,17 @@ class S2EDecoder:
         return pool_endpoints(prediction.endpoints, starts, ends, clusters), ENDPOINTS_SOURCE
 
     def write(self, doc: Doc, prediction: S2EPrediction) -> None:
-        """s2e writes nothing beyond the clusters the component writes."""
+        """Through the memory, its log (doc._.memory_log: decoders.memory.
+        memory_log, the reading the clusters came from); else nothing beyond
+        the clusters the component writes."""
+        if self.memory_cells == 0 or prediction.links is None:
+            return
+        reading = read_memory(
+            prediction.links,
+            prediction.choices,
+            _as_float32(self.link_threshold),
+            self.memory_cells,
+            self.memory_mentions,
+            DocRules(doc),
+        )
+        set_memory_log(doc, memory_log(reading, prediction.links, len(doc), self.memory_cells, self.memory_mentions))

@@ -103,7 +103,7 @@ DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
 
 @Language.factory(
     S2E_FACTORY,
-    assigns=["doc.spans"],
+    assigns=["doc.spans", "doc._.memory_log"],
     default_config={
         "model": DEFAULT_S2E_MODEL,
         "span_cluster_prefix": CLUSTER_PREFIX,
@@ -134,7 +134,7 @@ def make_memcoref(
     mentions are read through a memory of N entities, each keeping
     memory_mentions of its mentions (the first and the latest;
     decoders.memory): at most N x memory_mentions held, however long the
-    text.
+    text; the memory's reading goes to doc._.memory_log.
     entity_vectors: write doc._.entity_vectors, one vector a cluster from the
     model's own features (doc_helpers.entity_vectors); false: none, no bytes."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
