@@ -164,3 +164,31 @@ def test_the_component_writes_the_log_only_through_the_memory():
     plain.add_pipe("memcoref", config=s2e_config(hidden_size=8))
     plain.initialize()
     assert plain("Ann met Bob in Paris. She thanked him.")._.memory_log is None
+
+
+def test_the_component_reads_each_doc_through_the_memory_once(monkeypatch):
+    import spacy_memcoref.decoders.s2e as s2e_decoder
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config={**s2e_config(hidden_size=8), "memory_cells": 3})
+    nlp.initialize()
+    readings = []
+
+    def counted(*args, **kwargs):
+        readings.append(read_memory(*args, **kwargs))
+        return readings[-1]
+
+    monkeypatch.setattr(s2e_decoder, "read_memory", counted)
+    docs = list(nlp.pipe(["Ann met Bob in Paris. She thanked him.", "Carl came. He sat."]))
+    assert len(readings) == 2
+    for doc, reading in zip(docs, readings):
+        # the log is that one reading's: a token is an entity's where a mention it did not IGNORE lies
+        assert doc._.memory_log["entity"].sum() > 0 or all(a == IGNORE for a in reading.actions)
+    # a second clusters() call for another threshold does not leave its reading for write()
+    decoder = nlp.get_pipe("memcoref").decoder
+    spans = [(0, 0), (2, 2), (4, 4)]
+    prediction = _prediction(spans, {2: [(0, 5.0)]})
+    doc = NLP("Bob met Ann . Bob")
+    decoder.clusters(prediction, 10.0, doc=doc)
+    decoder.write(doc, prediction)
+    assert doc._.memory_log["coref"].sum() == 1 and len(readings) == 4

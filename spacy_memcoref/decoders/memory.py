@@ -168,12 +168,11 @@ def memory_log(
     coref = numpy.zeros((n_tokens, cells), dtype=numpy.float32)
     usage = numpy.zeros((n_tokens, cells), dtype=numpy.float32)
     kept_at = numpy.zeros(cells, dtype=numpy.float32)
-    order = sorted(range(len(starts)), key=lambda i: starts[i])
-    position = 0
+    # the candidates come in text order (the head's), the order read_memory read them in
+    next_q = 0
     for t in range(n_tokens):
-        while position < len(order) and starts[order[position]] <= t:
-            q = order[position]
-            position += 1
+        while next_q < len(starts) and starts[next_q] <= t:
+            q, next_q = next_q, next_q + 1
             action, cell = reading.actions[q], reading.cells[q]
             if action == IGNORE:
                 continue

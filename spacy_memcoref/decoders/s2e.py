@@ -20,7 +20,7 @@ With ``memory_cells`` > 0 the candidates are read through a bounded entity
 memory instead (decoders.memory): an antecedent must still be held in it.
 """
 
-from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -31,7 +31,7 @@ from ..doc_helpers.memory_log import set_memory_log
 from .constraints import ALL_RULES, ClusterBuilder, DocRules
 from .entity_vectors import pool_endpoints
 from .links import clusters_from_links
-from .memory import check_memory_size, memory_log, read_memory
+from .memory import MemoryReading, check_memory_size, memory_log, read_memory
 from .predictions import Choices, Links, S2EPrediction
 
 
@@ -73,6 +73,14 @@ def constrained_clusters(links: Links, choices: Optional[Choices], threshold: fl
     rules (DocRules): the Doc's rules.
     RETURNS (Clusters): clusters of two or more mentions.
     """
+    return constrained_antecedents(links, choices, threshold, rules)[1]
+
+
+def constrained_antecedents(
+    links: Links, choices: Optional[Choices], threshold: float, rules: DocRules
+) -> Tuple[List[int], Clusters]:
+    """Each candidate's antecedent (the best the rules allow; -1: none) and
+    the clusters those links make (constrained_clusters)."""
     starts, ends, best, scores = links
     if choices is None:
         choices = ([[b] if b >= 0 else [] for b in best], [[s] for s in scores])
@@ -80,6 +88,7 @@ def constrained_clusters(links: Links, choices: Optional[Choices], threshold: fl
     allowed = [rules.is_mention(span) for span in spans]
     builder = ClusterBuilder(rules, spans)
     t = _as_float32(threshold)
+    chosen = [-1] * len(spans)
     for q, (antecedents, antecedent_scores) in enumerate(zip(*choices)):
         if not allowed[q]:
             continue
@@ -88,8 +97,9 @@ def constrained_clusters(links: Links, choices: Optional[Choices], threshold: fl
                 break  # best first: none after it passes either
             if allowed[c] and builder.may_link(q, c):
                 builder.join(q, c)
+                chosen[q] = c
                 break
-    return builder.clusters()
+    return chosen, builder.clusters()
 
 
 class S2EDecoder:
@@ -117,6 +127,9 @@ class S2EDecoder:
         self.memory_cells = 0
         self.memory_mentions = 8
         self.set_memory(memory_cells, memory_mentions)
+        # the last memory reading clusters() made, kept until write() takes it for the same prediction and Doc,
+        # so that set_annotations reads each Doc through the memory once
+        self._pending: Optional[Tuple[S2EPrediction, Doc, MemoryReading]] = None
 
     def configure(self, settings: Mapping[str, Any]) -> Dict[str, Any]:
         """Take the settings this decoder owns (here link_threshold) from
@@ -155,17 +168,34 @@ class S2EDecoder:
         if self.memory_cells > 0:
             # the choices with or without a Doc: a candidate whose best antecedent left the memory takes the next
             doc_rules = DocRules(doc, rules) if doc is not None else None
-            return read_memory(
+            reading = read_memory(
                 prediction.links,
                 prediction.choices,
                 _as_float32(threshold),
                 self.memory_cells,
                 self.memory_mentions,
                 doc_rules,
-            ).clusters
+            )
+            written_as = doc is not None and threshold == self.link_threshold and rules == ALL_RULES
+            self._pending = (prediction, doc, reading) if written_as else None
+            return reading.clusters
         if doc is None:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
+
+    def antecedents(self, prediction: S2EPrediction, doc: Doc) -> List[int]:
+        """Each kept candidate's antecedent (an index into prediction.links'
+        candidates; -1: none) as `clusters` decides it with `doc`, all
+        rules, the decoder's threshold and its memory: the links those
+        clusters are the union of (a Stream follows them piece by piece)."""
+        if prediction.links is None:
+            return []
+        threshold = _as_float32(self.link_threshold)
+        if self.memory_cells > 0:
+            return read_memory(
+                prediction.links, prediction.choices, threshold, self.memory_cells, self.memory_mentions, DocRules(doc)
+            ).antecedents
+        return constrained_antecedents(prediction.links, prediction.choices, threshold, DocRules(doc))[0]
 
     def entity_vectors(
         self,
@@ -190,12 +220,16 @@ class S2EDecoder:
         the clusters the component writes."""
         if self.memory_cells == 0 or prediction.links is None:
             return
-        reading = read_memory(
-            prediction.links,
-            prediction.choices,
-            _as_float32(self.link_threshold),
-            self.memory_cells,
-            self.memory_mentions,
-            DocRules(doc),
-        )
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] is prediction and pending[1] is doc:
+            reading = pending[2]
+        else:
+            reading = read_memory(
+                prediction.links,
+                prediction.choices,
+                _as_float32(self.link_threshold),
+                self.memory_cells,
+                self.memory_mentions,
+                DocRules(doc),
+            )
         set_memory_log(doc, memory_log(reading, prediction.links, len(doc), self.memory_cells, self.memory_mentions))
