@@ -17,25 +17,34 @@ not grow with the history):
   cluster whose name is an entity's name, a proper noun, joins it) or, for
   a speaker, by the speaker's first-person pronouns.
 
-The entity id of a cluster the model finds in the window, for its mentions
-in the new piece, is decided by these rules, first that applies:
+The entity id of a mention the model finds in the new piece is decided by
+these rules, first that applies; with s2e they follow the model's links
+(each mention to its antecedent, decoders.s2e.S2EDecoder.mention_links),
+mention by mention in text order:
 
 1. a first-person singular pronoun (I, me, my, mine, myself) of a piece
    with a speaker is the speaker (the entity named as the speaker, else an
-   entity of its own named after the speaker), whatever the model
-   clustered it with; a speaker's lone "I", which s2e leaves unclustered,
-   is the speaker too;
-2. a cluster with mentions in earlier pieces that already have an id takes
-   the id of the latest of them (the nearest antecedent's entity);
-3. a cluster holding the new piece's speaker's "I" is the speaker;
-4. a cluster whose name (resolution's representative name) is the name of
-   an entity in the table, starting with a capital letter, is that entity;
+   entity of its own named after the speaker), whatever the model linked
+   it to; a speaker's lone "I", which s2e leaves unclustered, is the
+   speaker too;
+2. a mention whose chain of antecedents reaches a mention that has an id
+   (of an earlier piece, or of this piece, decided before it) takes that
+   id: the nearest one along the model's own links, so that links a
+   re-reading of the window makes among earlier mentions alone join
+   nothing (0.4 CoNLL F1 closer to the whole document on OntoGUM dev than
+   taking the cluster's latest id: benchmarks/RESULTS.md, "Streams: the
+   price in accuracy");
+3. a chain whose cluster holds the new piece's speaker's "I" is the
+   speaker;
+4. a chain whose cluster's name (resolution's representative name) is the
+   name of an entity in the table, starting with a capital letter, is that
+   entity;
 5. otherwise a new entity: the next id.
 
 Mentions of earlier pieces never change id (a Doc once returned is never
-rewritten); a mention of an earlier piece that had no entity and is now in
-a cluster gets the cluster's id in the table, for the pieces to come, and
-is listed on the new piece's Doc as doc.user_data["stream_joined"]
+rewritten); a mention of an earlier piece that had no entity and is now on
+a new mention's chain gets the chain's id in the table, for the pieces to
+come, and is listed on the new piece's Doc as doc.user_data["stream_joined"]
 (`join_pieces` puts the pieces' Docs together as one document with them:
 "Alice" of the first piece in the cluster of the third piece's "She").
 
@@ -55,6 +64,9 @@ from .resolution import is_tagged, representative_name, representative_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
+
+    from .decoders.predictions import S2EPrediction
+    from .decoders.s2e import S2EDecoder
     from spacy.tokens import Doc, Span
 
 STATE_VERSION = 1
@@ -253,8 +265,8 @@ class Stream:
         if self.carries_memory:
             piece_doc = self._read_with_memory(window, piece)
         else:
-            context, offsets = self._read(window + [piece])
-            piece_doc = self._assign(context, offsets, window, piece)
+            context, offsets, links = self._read_links(window + [piece])
+            piece_doc = self._assign(context, offsets, window, piece, links)
         self._n_pieces += 1
         self._pieces = window + [piece]
         self._prune()
@@ -376,13 +388,13 @@ class Stream:
         """The latest earlier pieces that fit in window_tokens beside the new one."""
         return _latest_within(self._pieces, self.window_tokens - piece.n_tokens)
 
-    def _read(self, pieces: List[_Piece], *, until_coref: bool = False) -> Tuple["Doc", List[int]]:
+    def _read(self, pieces: List[_Piece]) -> Tuple["Doc", List[int]]:
         """Run the pipeline over the pieces joined by whitespace (a space
         where a piece does not end in whitespace already), so that each
         piece's tokens are those it has alone. RETURNS the Doc and each
-        piece's character offset in it. until_coref: run only the
-        components before the coreference one (PeTra's memory reads on
-        from its state instead)."""
+        piece's character offset in it. Only the components before the
+        coreference one run (s2e's is run by _read_links, PeTra's memory
+        reads on from its state)."""
         offsets: List[int] = []
         parts: List[str] = []
         position = 0
@@ -402,40 +414,114 @@ class Stream:
                     speakers.append(span)
         if speakers:
             doc.spans[SPEAKERS_KEY] = speakers
-        if not until_coref:
-            return self.nlp(doc), offsets
         for name, proc in self.nlp.pipeline:
             if name == self._coref_name:
                 break
             doc = proc(doc)
         return doc, offsets
 
-    def _assign(self, context: "Doc", offsets: List[int], window: List[_Piece], piece: _Piece) -> "Doc":
-        """Give the new piece's mentions their entity ids (the rules at the
-        top of this module) and build its Doc."""
+    def _read_links(self, pieces: List[_Piece]) -> Tuple["Doc", List[int], List[Tuple[int, int, int]]]:
+        """s2e: `_read`, and the links its clusters are made of
+        (decoders.s2e.S2EDecoder.mention_links: each kept candidate as
+        (start, end, antecedent index; -1: none), token indices in the
+        window's Doc)."""
+        doc, offsets = self._read(pieces)
+        predictions = self._coref.predict([doc])
+        names = self.nlp.pipe_names
+        later = self.nlp.pipeline[names.index(self._coref_name) + 1 :]
+        if later:  # what the components after it read; the stream itself reads the links alone
+            self._coref.set_annotations([doc], predictions)
+            for _, proc in later:
+                doc = proc(doc)
+        decoder = cast("S2EDecoder", self._coref.decoder)
+        return doc, offsets, decoder.mention_links(cast("S2EPrediction", predictions[0]), doc)
+
+    def _assign(
+        self,
+        context: "Doc",
+        offsets: List[int],
+        window: List[_Piece],
+        piece: _Piece,
+        links: List[Tuple[int, int, int]],
+    ) -> "Doc":
+        """s2e: each new mention takes the entity of the mention its
+        antecedent chain reaches first that has one (an earlier piece's
+        mention with an id, or a mention of this piece already given one):
+        rule 2 along the model's own links, not over the whole cluster, so
+        that links a re-reading makes among earlier mentions alone (the
+        window is read again with every piece) join nothing. A chain that
+        reaches no entity is a new one (rules 3-5, by the cluster's name);
+        the earlier mentions on it that had none join it. Rule 1 ends a
+        chain at a speaker's "I"."""
         start = offsets[-1]
         known: Dict[Tuple[int, int], int] = {}  # context (start_char, end_char) -> id
-        first_person_speaker: Dict[Tuple[int, int], str] = {}
         for earlier, offset in zip(window, offsets):
             for s, e, entity_id in earlier.mentions:
                 known[(offset + s, offset + e)] = entity_id
         match = _KnownMentions(known, context.text)
-        assigned: Dict[Tuple[int, int], int] = {}  # new piece's (local start, end) -> id
         tagged = is_tagged(context)
-        for _, group in numbered_clusters(context, self._model_prefix):
-            spans = sorted((s for s in group if len(s)), key=lambda s: (s.start, -s.end))
-            new = [s for s in spans if s.start_char >= start]
-            if not new:
+        spans = [context[a : b + 1] for a, b, _ in links]
+        antecedent = [c for _, _, c in links]
+        # the window's clusters by their links, for a new entity's name
+        root = list(range(len(links)))
+
+        def find(i: int) -> int:
+            while root[i] != i:
+                root[i] = root[root[i]]
+                i = root[i]
+            return i
+
+        for q, c in enumerate(antecedent):
+            if c >= 0:
+                root[find(q)] = find(c)
+        linked_to = {c for c in antecedent if c >= 0}
+        entity: Dict[int, int] = {}  # candidate -> entity id, as decided in this piece
+        assigned: Dict[Tuple[int, int], int] = {}  # new piece's (local start, end) -> id
+
+        def is_new(i: int) -> bool:
+            return spans[i].start_char >= start
+
+        def speakers_i(i: int) -> bool:
+            return piece.speaker is not None and is_new(i) and _is_first_person(spans[i])
+
+        for q in range(len(links)):
+            if not is_new(q) or not len(spans[q]) or (antecedent[q] < 0 and q not in linked_to):
                 continue
-            old = [s for s in spans if s.start_char < start]
-            entity_id = self._cluster_entity(spans, old, new, known, piece, tagged)
-            for mention in new:
-                own = self._speaker_entity(piece.speaker) if _is_first_person(mention) and piece.speaker else entity_id
-                assigned[(mention.start_char - start, mention.end_char - start)] = own
-            # earlier mentions that had no entity join this one, for later pieces
-            for mention in old:
-                if match.find(mention) is None:
-                    self._record_earlier(window, offsets, mention, entity_id)
+            chain, i, entity_id = [], q, 0
+            while True:
+                if i in entity:
+                    entity_id = entity[i]
+                    break
+                if speakers_i(i):
+                    entity_id = self._speaker_entity(cast(str, piece.speaker))
+                    break
+                if not is_new(i):
+                    earlier_id = known.get((spans[i].start_char, spans[i].end_char))
+                    if earlier_id is not None and earlier_id in self._entities:
+                        entity_id = earlier_id
+                        break
+                chain.append(i)
+                if antecedent[i] < 0:
+                    break
+                i = antecedent[i]
+            if not entity_id:
+                group = [j for j in range(len(links)) if find(j) == find(q) and len(spans[j])]
+                if piece.speaker is not None and any(speakers_i(j) for j in group):
+                    entity_id = self._speaker_entity(piece.speaker)
+                else:
+                    members = sorted((spans[j] for j in group), key=lambda s: (s.start, -s.end))
+                    representative = representative_of(members, tagged)
+                    name = representative_name(representative, tagged) if representative is not None else None
+                    entity_id = self._named_or_new(name)
+            for j in chain:
+                entity[j] = entity_id
+                if is_new(j):
+                    assigned[(spans[j].start_char - start, spans[j].end_char - start)] = entity_id
+                elif match.find(spans[j]) is None:
+                    self._record_earlier(window, offsets, spans[j], entity_id)
+            if speakers_i(q):
+                entity[q] = entity_id
+                assigned[(spans[q].start_char - start, spans[q].end_char - start)] = entity_id
         span = context.char_span(start, start + len(piece.text), alignment_mode="expand") if piece.text else None
         if span is not None:
             self._speaker_pronouns(span, start, piece, assigned)
@@ -469,7 +555,7 @@ class Stream:
         from .decoders.petra import CellEpisodes, decode_entities
         from .doc_helpers.memory_log import set_memory_log
 
-        context, offsets = self._read(window + [piece], until_coref=True)
+        context, offsets = self._read(window + [piece])
         start = offsets[-1]
         first = next((t.i for t in context if t.idx >= start), len(context))
         reading = self._coref.read_on(context, first, self._memory)
@@ -529,28 +615,6 @@ class Stream:
         self._speaker_pronouns(doc, 0, piece, assigned)
         self._count(piece, assigned)
         return self._write_mentions(doc, piece)
-
-    def _cluster_entity(
-        self,
-        spans: List["Span"],
-        old: List["Span"],
-        new: List["Span"],
-        known: Dict[Tuple[int, int], int],
-        piece: _Piece,
-        tagged: bool,
-    ) -> int:
-        """The entity of a cluster with mentions in the new piece: rules 2-5."""
-        # by exact characters: taking a re-read mention's id from the known one it overlaps cost 0.2
-        # CoNLL F1 on OntoGUM dev (benchmarks/RESULTS.md, "Streams: the price in accuracy")
-        earlier_ids = [known[(s.start_char, s.end_char)] for s in old if (s.start_char, s.end_char) in known]
-        earlier_ids = [i for i in earlier_ids if i in self._entities]
-        if earlier_ids:
-            return earlier_ids[-1]
-        if piece.speaker is not None and any(_is_first_person(s) for s in new):
-            return self._speaker_entity(piece.speaker)
-        representative = representative_of(spans, tagged)
-        name = representative_name(representative, tagged) if representative is not None else None
-        return self._named_or_new(name)
 
     def _named_or_new(self, name: Optional[str]) -> int:
         """Rules 4 and 5: the entity of this name (a capitalized one), else a new one."""

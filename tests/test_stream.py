@@ -3,8 +3,8 @@ bounded state that saves and restores.
 
 Two kinds of pipeline:
 - the shipped offline model (s2e-ontogum), for what a user sees;
-- a tiny random s2e followed by `oracle_clusters`, a component that writes
-  the clusters a test dictates (by word), so that each rule of the stream's
+- a tiny random s2e whose decoder is `OracleDecoder`, which links the
+  mentions a test dictates (by word), so that each rule of the stream's
   entity table is checked on its own, whatever a model would predict.
 """
 
@@ -12,19 +12,20 @@ import re
 
 import pytest
 import spacy
-from spacy.language import Language
 
 import spacy_memcoref
+from spacy_memcoref.decoders.links import clusters_from_links
+from spacy_memcoref.decoders.s2e import S2EDecoder
 from spacy_memcoref.stream import FIRST_PERSON, Stream, StreamStateError, join_pieces
 
 from conftest import s2e_config
 
-# the oracle pipeline's s2e is untrained on purpose: the oracle writes the clusters
+# the oracle pipeline's s2e is untrained on purpose: the oracle decides the links
 pytestmark = pytest.mark.filterwarnings("ignore::spacy_memcoref.pipeline.coref_component.UntrainedWarning")
 
 # ----- the oracle pipeline ------------------------------------------------------------
 
-# the words that the oracle puts in one cluster when two or more are in the window
+# the words that the oracle links, each to the one before it of its letter in the window
 ORACLE_GROUPS = {
     "alice": "A",
     "she": "A",
@@ -38,21 +39,30 @@ ORACLE_GROUPS = {
 NUMBERED = re.compile(r"[A-Z][a-z]+[0-9]+")
 
 
-@Language.component("oracle_clusters")
-def oracle_clusters(doc):
-    """Replace the model's clusters: tokens of one ORACLE_GROUPS letter, or
-    one numbered name ("Zed7"), form a cluster when there are two or more."""
-    for key in [k for k in doc.spans if k.startswith("coref_clusters_")]:
-        del doc.spans[key]
-    groups = {}
-    for token in doc:
-        letter = ORACLE_GROUPS.get(token.lower_) or (token.lower_ if NUMBERED.fullmatch(token.text) else None)
-        if letter:
-            groups.setdefault(letter, []).append(doc[token.i : token.i + 1])
-    for n, letter in enumerate(sorted(groups), start=1):
-        if len(groups[letter]) > 1:
-            doc.spans[f"coref_clusters_{n}"] = groups[letter]
-    return doc
+def _oracle_letter(token):
+    return ORACLE_GROUPS.get(token.lower_) or (token.lower_ if NUMBERED.fullmatch(token.text) else None)
+
+
+class OracleDecoder(S2EDecoder):
+    """The model's links replaced: each ORACLE_GROUPS word (or numbered name,
+    "Zed7") a mention, linked to the one before it of its letter; the
+    clusters (tokens of one letter, two or more) are those links' union."""
+
+    def mention_links(self, prediction, doc):
+        links, latest = [], {}
+        for token in doc:
+            letter = _oracle_letter(token)
+            if letter:
+                links.append((token.i, token.i, latest.get(letter, -1)))
+                latest[letter] = len(links) - 1
+        return links
+
+    def clusters(self, prediction, threshold=None, *, doc=None, rules=None):
+        links = self.mention_links(prediction, doc)
+        return clusters_from_links([s for s, _, _ in links], [e for _, e, _ in links], [a for _, _, a in links])
+
+    def entity_vectors(self, prediction, clusters, *, doc=None, rules=None):
+        return None  # the oracle's mentions are not the model's candidates
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +70,7 @@ def oracle_nlp():
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config=s2e_config())
     nlp.initialize()
-    nlp.add_pipe("oracle_clusters")
+    nlp.get_pipe("memcoref").model.attrs["decoder"] = OracleDecoder(0.0)
     return nlp
 
 
@@ -124,7 +134,7 @@ def test_each_speakers_I_is_their_own_entity(shipped):
         assert in_clusters == sum(t.lower_ in FIRST_PERSON for t in doc)
 
 
-# ----- the rules, one at a time (oracle clusters) -----------------------------------------
+# ----- the rules, one at a time (oracle links) -----------------------------------------
 
 
 def test_a_cluster_takes_the_id_of_its_latest_earlier_mention(oracle_nlp):
@@ -139,6 +149,37 @@ def test_a_cluster_takes_the_id_of_its_latest_earlier_mention(oracle_nlp):
     assert "Bob" not in sum(ids_of(third).values(), [])  # Bob alone: no entity
     fourth = stream.add("He left.")
     assert id_of(fourth, "He") != alice and stream.entity(id_of(fourth, "He")).name == "Bob"
+
+
+class RereadingOracle(OracleDecoder):
+    """The oracle, and "Ann" a mention that a window holding the word
+    "again" links to the Alice before it: a re-reading's link between two
+    earlier mentions."""
+
+    def mention_links(self, prediction, doc):
+        links = [(s, e, -1, a) for s, e, a in super().mention_links(prediction, doc)]
+        again = any(t.lower_ == "again" for t in doc)
+        for token in doc:
+            if token.lower_ == "ann":
+                alice = [i for i, (s, _, _, _) in enumerate(links) if s < token.i and doc[s].lower_ == "alice"]
+                links.append((token.i, token.i, -1, alice[-1] if again and alice else -1))
+        order = sorted(range(len(links)), key=lambda i: links[i][0])
+        moved = {old: new for new, old in enumerate(order)}
+        return [(links[i][0], links[i][1], moved[links[i][3]] if links[i][3] >= 0 else -1) for i in order]
+
+
+def test_a_rereadings_link_between_earlier_mentions_joins_nothing():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.initialize()
+    nlp.get_pipe("memcoref").model.attrs["decoder"] = RereadingOracle(0.0)
+    stream = Stream(nlp)
+    docs = [stream.add("Alice met Ann."), stream.add("She smiled."), stream.add("She waved again.")]
+    alice = id_of(docs[1], "She")
+    assert docs[1].user_data["stream_joined"] == [(0, 0, 5, alice)]
+    # the third window links Ann to Alice; no mention of the third piece has Ann on its chain: she stays out
+    assert id_of(docs[2], "She") == alice and docs[2].user_data["stream_joined"] == []
+    assert ids_of(join_pieces(docs)) == {alice: ["Alice", "She", "She"]}
 
 
 def test_a_speakers_I_is_the_entity_already_named_as_the_speaker(oracle_nlp):

@@ -176,26 +176,29 @@ class S2EDecoder:
                 self.memory_mentions,
                 doc_rules,
             )
-            written_as = doc is not None and threshold == self.link_threshold and rules == ALL_RULES
-            self._pending = (prediction, doc, reading) if written_as else None
+            written_as = threshold == self.link_threshold and rules == ALL_RULES
+            self._pending = (prediction, doc, reading) if doc is not None and written_as else None
             return reading.clusters
         if doc is None:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
 
-    def antecedents(self, prediction: S2EPrediction, doc: Doc) -> List[int]:
-        """Each kept candidate's antecedent (an index into prediction.links'
-        candidates; -1: none) as `clusters` decides it with `doc`, all
-        rules, the decoder's threshold and its memory: the links those
-        clusters are the union of (a Stream follows them piece by piece)."""
+    def mention_links(self, prediction: S2EPrediction, doc: Doc) -> List[Tuple[int, int, int]]:
+        """The links `clusters` makes with `doc` (all rules, the decoder's
+        threshold and memory; the clusters are their union): each kept
+        candidate as (start, end, antecedent), token indices, the
+        antecedent an index into this list (-1: none), candidates in text
+        order. A Stream follows them piece by piece."""
         if prediction.links is None:
             return []
         threshold = _as_float32(self.link_threshold)
         if self.memory_cells > 0:
-            return read_memory(
+            antecedents = read_memory(
                 prediction.links, prediction.choices, threshold, self.memory_cells, self.memory_mentions, DocRules(doc)
             ).antecedents
-        return constrained_antecedents(prediction.links, prediction.choices, threshold, DocRules(doc))[0]
+        else:
+            antecedents = constrained_antecedents(prediction.links, prediction.choices, threshold, DocRules(doc))[0]
+        return list(zip(prediction.links[0], prediction.links[1], antecedents))
 
     def entity_vectors(
         self,
