@@ -63,6 +63,23 @@ def test_unbounded_memory_is_s2es_own_decoding(seed):
     assert bounded.clusters != plain.clusters(prediction, 0.0, doc=doc)  # the bound changes something here
 
 
+@pytest.mark.parametrize("cells", [0, 4])
+def test_mention_links_are_the_links_the_clusters_are_made_of(cells):
+    from spacy_memcoref.decoders.links import clusters_from_links
+
+    rng = random.Random(7)
+    spans, prediction = _random_prediction(rng, 60)
+    words = [rng.choice(["he", "she", "it", "Bob", "Ann", "the", "\n", "car"]) for _ in range(121)]
+    doc = spacy.tokens.Doc(NLP.vocab, words=words)
+    decoder = S2EDecoder(0.0, memory_cells=cells, memory_mentions=2)
+    links = decoder.mention_links(prediction, doc)
+    assert [(s, e) for s, e, _ in links] == spans
+    assert all(-1 <= a < q for q, (_, _, a) in enumerate(links))
+    union = clusters_from_links([s for s, _, _ in links], [e for _, e, _ in links], [a for _, _, a in links])
+    assert union == decoder.clusters(prediction, doc=doc) and union
+    assert decoder.mention_links(S2EPrediction(), doc) == []
+
+
 def test_an_entity_that_left_the_memory_is_not_joined_and_the_next_best_stands():
     doc = NLP("Bob met Ann . Carl came . Bob smiled .")
     spans = [(0, 0), (2, 2), (4, 4), (7, 7)]  # Bob, Ann, Carl, Bob
