@@ -59,6 +59,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, cast
 
+from .decoders.links import link_groups
 from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_key, numbered_clusters
 from .resolution import is_tagged, representative_name, representative_of
 
@@ -462,18 +463,7 @@ class Stream:
         tagged = is_tagged(context)
         spans = [context[a : b + 1] for a, b, _ in links]
         antecedent = [c for _, _, c in links]
-        # the window's clusters by their links, for a new entity's name
-        root = list(range(len(links)))
-
-        def find(i: int) -> int:
-            while root[i] != i:
-                root[i] = root[root[i]]
-                i = root[i]
-            return i
-
-        for q, c in enumerate(antecedent):
-            if c >= 0:
-                root[find(q)] = find(c)
+        groups = link_groups(antecedent)  # the window's clusters, for a new entity's name
         linked_to = {c for c in antecedent if c >= 0}
         entity: Dict[int, int] = {}  # candidate -> entity id, as decided in this piece
         assigned: Dict[Tuple[int, int], int] = {}  # new piece's (local start, end) -> id
@@ -505,7 +495,7 @@ class Stream:
                     break
                 i = antecedent[i]
             if not entity_id:
-                group = [j for j in range(len(links)) if find(j) == find(q) and len(spans[j])]
+                group = [j for j in range(len(links)) if groups[j] == groups[q] and len(spans[j])]
                 if piece.speaker is not None and any(speakers_i(j) for j in group):
                     entity_id = self._speaker_entity(piece.speaker)
                 else:

@@ -7,9 +7,9 @@ from typing import Dict, List, Sequence
 from ..util import Clusters, TokenSpan
 
 
-def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Sequence[int]) -> Clusters:
-    """Union candidates with their chosen antecedent (-1: none); clusters of
-    two or more mentions, each sorted, in order of their first mention."""
+def link_groups(links: Sequence[int]) -> List[int]:
+    """Each candidate's group under the union of the links (-1: none): a
+    group's id is one of its candidates' indices, the same for all of them."""
     parent = list(range(len(links)))
 
     def find(i: int) -> int:
@@ -21,8 +21,14 @@ def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Seque
     for q, c in enumerate(links):
         if c >= 0:
             parent[find(q)] = find(c)
+    return [find(i) for i in range(len(links))]
+
+
+def clusters_from_links(starts: Sequence[int], ends: Sequence[int], links: Sequence[int]) -> Clusters:
+    """Union candidates with their chosen antecedent (-1: none); clusters of
+    two or more mentions, each sorted, in order of their first mention."""
     groups: Dict[int, List[TokenSpan]] = {}
-    for i in range(len(links)):
-        groups.setdefault(find(i), []).append((starts[i], ends[i]))
+    for i, group in enumerate(link_groups(links)):
+        groups.setdefault(group, []).append((starts[i], ends[i]))
     clusters = [sorted(set(g)) for g in groups.values() if len(g) > 1]
     return sorted(clusters, key=lambda c: c[0])
