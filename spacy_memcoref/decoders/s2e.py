@@ -168,20 +168,24 @@ class S2EDecoder:
         if self.memory_cells > 0:
             # the choices with or without a Doc: a candidate whose best antecedent left the memory takes the next
             doc_rules = DocRules(doc, rules) if doc is not None else None
-            reading = read_memory(
-                prediction.links,
-                prediction.choices,
-                _as_float32(threshold),
-                self.memory_cells,
-                self.memory_mentions,
-                doc_rules,
-            )
+            reading = self._memory_reading(prediction, threshold, doc_rules)
             written_as = threshold == self.link_threshold and rules == ALL_RULES
             self._pending = (prediction, doc, reading) if doc is not None and written_as else None
             return reading.clusters
         if doc is None:
             return links_to_clusters(prediction.links, threshold)
         return constrained_clusters(prediction.links, prediction.choices, threshold, DocRules(doc, rules))
+
+    def _memory_reading(self, prediction: S2EPrediction, threshold: float, rules: Optional[DocRules]) -> MemoryReading:
+        assert prediction.links is not None
+        return read_memory(
+            prediction.links,
+            prediction.choices,
+            _as_float32(threshold),
+            self.memory_cells,
+            self.memory_mentions,
+            rules,
+        )
 
     def mention_links(self, prediction: S2EPrediction, doc: Doc) -> List[Tuple[int, int, int]]:
         """The links `clusters` makes with `doc` (all rules, the decoder's
@@ -193,9 +197,7 @@ class S2EDecoder:
             return []
         threshold = _as_float32(self.link_threshold)
         if self.memory_cells > 0:
-            antecedents = read_memory(
-                prediction.links, prediction.choices, threshold, self.memory_cells, self.memory_mentions, DocRules(doc)
-            ).antecedents
+            antecedents = self._memory_reading(prediction, threshold, DocRules(doc)).antecedents
         else:
             antecedents = constrained_antecedents(prediction.links, prediction.choices, threshold, DocRules(doc))[0]
         return list(zip(prediction.links[0], prediction.links[1], antecedents))
@@ -227,12 +229,5 @@ class S2EDecoder:
         if pending is not None and pending[0] is prediction and pending[1] is doc:
             reading = pending[2]
         else:
-            reading = read_memory(
-                prediction.links,
-                prediction.choices,
-                _as_float32(self.link_threshold),
-                self.memory_cells,
-                self.memory_mentions,
-                DocRules(doc),
-            )
+            reading = self._memory_reading(prediction, self.link_threshold, DocRules(doc))
         set_memory_log(doc, memory_log(reading, prediction.links, len(doc), self.memory_cells, self.memory_mentions))
