@@ -28,8 +28,9 @@ mention by mention in text order:
    it to; a speaker's lone "I", which s2e leaves unclustered, is the
    speaker too;
 2. a mention whose chain of antecedents reaches a mention that has an id
-   (of an earlier piece, or of this piece, decided before it) takes that
-   id: the nearest one along the model's own links, so that links a
+   (of an earlier piece, also when the window re-read it with other
+   boundaries, or of this piece, decided before it) takes that id: the
+   nearest one along the model's own links, so that links a
    re-reading of the window makes among earlier mentions alone join
    nothing (0.4 CoNLL F1 closer to the whole document on OntoGUM dev than
    taking the cluster's latest id: benchmarks/RESULTS.md, "Streams: the
@@ -90,8 +91,8 @@ class _KnownMentions:
     earlier piece. A re-reading is the known mention when both are of two
     or more words and share their start or their end (a one-word mention,
     "his", shares its start with "his mother", another entity); the known
-    mention that overlaps it most, then the earliest, is the one. Entity
-    ids (rule 2) come from exact matches only (`known`).
+    mention that overlaps it most, then the earliest, is the one; its
+    entity id is the id a chain reaching the re-reading takes (rule 2).
     """
 
     def __init__(self, known: Dict[Tuple[int, int], int], text: str) -> None:
@@ -486,7 +487,7 @@ class Stream:
                     entity_id = self._speaker_entity(cast(str, piece.speaker))
                     break
                 if not is_new(i):
-                    earlier_id = known.get((spans[i].start_char, spans[i].end_char))
+                    earlier_id = match.find(spans[i])
                     if earlier_id is not None and earlier_id in self._entities:
                         entity_id = earlier_id
                         break

@@ -182,6 +182,38 @@ def test_a_rereadings_link_between_earlier_mentions_joins_nothing():
     assert ids_of(join_pieces(docs)) == {alice: ["Alice", "She", "She"]}
 
 
+class ReboundingOracle(OracleDecoder):
+    """"the old man" and every "he" the mentions, each "he" linked to the one
+    before it; a window holding the word "again" reads the man as "the old man
+    who called" (a re-reading with other boundaries) and links each "he" to
+    him directly."""
+
+    def mention_links(self, prediction, doc):
+        again = any(t.lower_ == "again" for t in doc)
+        links = []
+        for token in doc:
+            if token.lower_ == "the" and doc[token.i + 1 : token.i + 3].text.lower() == "old man":
+                links.append((token.i, token.i + (4 if again else 2), -1))
+            elif token.lower_ == "he":
+                links.append((token.i, token.i, 0 if again else len(links) - 1))
+        return links
+
+
+def test_a_chain_through_a_reread_earlier_mention_takes_its_id():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", config=s2e_config())
+    nlp.initialize()
+    nlp.get_pipe("memcoref").model.attrs["decoder"] = ReboundingOracle(0.0)
+    stream = Stream(nlp)
+    docs = [stream.add("The old man who called sat down."), stream.add("He smiled."), stream.add("He waved again.")]
+    man = id_of(docs[1], "He")
+    assert docs[1].user_data["stream_joined"] == [(0, 0, len("The old man"), man)]
+    # the third window's "He" links to "The old man who called": the known "The old man", not a new entity,
+    # and the re-reading is not recorded beside it
+    assert id_of(docs[2], "He") == man and docs[2].user_data["stream_joined"] == []
+    assert [e.id for e in stream.entities] == [man]
+
+
 def test_a_speakers_I_is_the_entity_already_named_as_the_speaker(oracle_nlp):
     stream = Stream(oracle_nlp)
     bob = id_of(stream.add("Hi Bob, are you Bob?", speaker="Alice"), "Bob")
