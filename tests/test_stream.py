@@ -183,7 +183,7 @@ def test_a_rereadings_link_between_earlier_mentions_joins_nothing():
 
 
 class ReboundingOracle(OracleDecoder):
-    """"the old man" and every "he" the mentions, each "he" linked to the one
+    """The mentions "the old man" and every "he", each "he" linked to the one
     before it; a window holding the word "again" reads the man as "the old man
     who called" (a re-reading with other boundaries) and links each "he" to
     him directly."""
