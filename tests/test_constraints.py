@@ -306,6 +306,34 @@ def test_a_writers_i_is_not_their_you_outside_a_quotation():
     assert _texts(doc, decode_clusters(log, rules=DocRules(doc))) == [["Jo", "you"], ["my", "Sam"]]
 
 
+def test_a_name_a_letter_speaks_of_is_neither_its_reader_nor_its_writer():
+    # a letter to Sarah from Tom: James is someone else; "Sarah" again is the reader, "Tom" the writer
+    doc = NLP("Hi Sarah , could you send it to James ? He asked me . Sarah , this is Tom . Best , Tom")
+    sarah, you, james, he, sarah2, tom = (1, 1), (4, 4), (8, 8), (10, 10), (14, 14), (18, 18)
+    spans = [sarah, you, james, he, sarah2, tom]
+    # "you" prefers "Sarah"; "James" prefers "you", then nothing; "He" prefers "James";
+    # the second "Sarah" prefers "James", then "you"
+    prediction = _prediction(doc, spans, {1: [(0, 3.0)], 2: [(1, 4.0)], 3: [(2, 3.0)], 4: [(2, 3.5), (1, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {VOICE})) == [
+        ["Sarah", "you", "James", "He", "Sarah"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Sarah", "you", "Sarah"], ["James", "He"]]
+    rules = DocRules(doc)
+    assert [sorted(f for f in rules.features(s) if "~" in f) for s in spans] == [
+        ["you~0"],
+        ["you~0"],
+        ["third~0"],
+        ["third~0"],
+        ["you~0"],
+        ["I~0"],
+    ]
+    assert not any("~" in f for f in rules.features((16, 16)))  # "this is Tom": a predicate, left to the model
+    # no greeting and no signature: no letter, and a name is nobody's third person
+    plain = NLP("Could you send it to James ? He asked me .")
+    assert "third~0" not in DocRules(plain).features((5, 5))
+
+
 def test_a_quotation_is_a_voice_of_its_own():
     # 'me' (the narrator) and the quoted "you" (whom Anna addresses) may be one person; the narrator's own
     # "you" (the reader) may not

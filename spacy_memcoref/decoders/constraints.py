@@ -25,7 +25,9 @@ groups, resolved text, entity records, `annotate`):
   ("Hi Jo,", "Dear Mrs. Patel,", a first line "Lena,") and its signature
   the writer (a name after a closing, "Best, Sam", or alone on the last
   line): the greeting's name is a "you" of the text, the signature's an
-  "I". A quotation (between straight double quotes, or “ and ”; a line
+  "I", and any other name the letter speaks of (sharing no word with
+  those two, not said to someone, not after "is") a third person: "Could
+  you send it to James?" in a letter to Sarah. A quotation (between straight double quotes, or “ and ”; a line
   break ends one left open) is a voice of its own, since "I" there is
   whoever is quoted ('Anna told me: "you are late"': "me" and "you" are
   Anna's addressee and may be one person). A stream's window is one text:
@@ -484,14 +486,65 @@ class DocRules:
     def _letter_feature(self, span: TokenSpan) -> Set[str]:
         """A letter's greeting name is the text's "you", its signature its
         "I" (VOICE): a mention inside either (or the greeting with its word,
-        "Hi Jo") gets that feature."""
+        "Hi Jo") gets that feature. Any other name of the letter's own voice
+        that shares no word with those two is a third person ("Could you
+        send it to James?" in a letter to Sarah: James is not "you")."""
         start, end = span
         greeting, signature = self._letter
         if greeting is not None and greeting[0] <= end <= greeting[1]:
             return {f"you{VOICE_SEP}0"}
         if signature is not None and start >= signature[0] and end <= signature[1]:
             return {f"I{VOICE_SEP}0"}
-        return set()
+        if greeting is None and signature is None:
+            return set()
+        name = self._letter_name(span)
+        if name is None:
+            return set()
+        for part, person in ((greeting, "you"), (signature, "I")):
+            if part is not None and name == self._name_words(part[0], part[1], names_only=True):
+                return {f"{person}{VOICE_SEP}0"}  # the reader or the writer named again
+        return {f"third{VOICE_SEP}0"} if self._is_third_person_name(span, name) else set()
+
+    def _name_words(self, start: int, end: int, *, names_only: bool = False) -> Tuple[str, ...]:
+        """The lower-case words of tokens start..end (with names_only, the
+        capitalised ones: a greeting's "Hi Sarah" is "sarah")."""
+        words = [self.doc[i].text for i in range(start, end + 1)]
+        return tuple(w.lower() for w in words if not names_only or _is_name_word(w))
+
+    def _letter_name(self, span: TokenSpan) -> Optional[Tuple[str, ...]]:
+        """A mention's lower-case words when it is a name (every word
+        capitalised, its first no determiner or pronoun, a possessive 's
+        aside) outside quotation marks; else None."""
+        start, end = span
+        while end > start and self.doc[end].text.lower() in POSSESSIVE:
+            end -= 1
+        words = [self.doc[i].text for i in range(start, end + 1)]
+        first = words[0].lower()
+        if first in DETERMINERS or first in _ALL_PRONOUNS or not all(_is_name_word(w) for w in words):
+            return None
+        if self._quotation is not None and self._quotation[start]:
+            return None
+        return self._name_words(start, end)
+
+    def _is_third_person_name(self, span: TokenSpan, name: Tuple[str, ...]) -> bool:
+        """Whether a name of a letter (`_letter_name`) is one spoken of, not
+        to or by its writer: no word in common with the greeting's or the
+        signature's name, not said to someone ("James, ..." opening a
+        sentence, ", James!" closing one), not a predicate ("this is Tom"),
+        not the text's last words (a signature on no line of its own)."""
+        start, end = span
+        doc = self.doc
+        letter_words = {w for part in self._letter if part is not None for w in self._name_words(*part)}
+        if letter_words & set(name):
+            return False
+        before = doc[start - 1].text if start > 0 else ""
+        after = doc[end + 1].text if end + 1 < len(doc) else ""
+        if before.lower() in PREDICATE_WORDS or before.lower() in ("am", "'m", "’m"):
+            return False  # "this is Tom", "I'm Tom": a predicate may be the writer
+        if all(not has_word_character(t.text) for t in doc[end + 1 :]):
+            return False  # the text's last words: a signature on no line of its own ("... ? Sam")
+        opens = start == 0 or bool(doc[start].is_sent_start) or "\n" in doc[start - 1].text_with_ws
+        return not ((opens and after == ",") or (before == "," and after in (",", "!", "?", ".")))
 
     def description(self, span: TokenSpan) -> Optional[Tuple[int, str]]:
         """(sentence index, head word) of a noun-phrase mention; None for a
