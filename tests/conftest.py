@@ -264,6 +264,17 @@ def assert_user_error(result, *fragments) -> str:
 # ----- fixtures: the shared folder ---------------------------------------------------
 
 
+def load_script(name: str):
+    """scripts/NAME.py as a module (scripts/ is no package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"memcoref_script_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _require(path: Path, what: str) -> Path:
     if not path.exists():
         pytest.skip(f"{what} not found at {path} (set MEMCOREF_SHARED to the shared/ folder)")

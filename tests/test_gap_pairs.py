@@ -3,23 +3,16 @@ clusters (steps 1-6 of its docstring), on small hand-made CoNLL snippets;
 every file it writes is read back by the GAP reader, which checks each
 mention's text at its offset."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from spacy_memcoref.corpora.gap import read_gap_rows
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "build_gap_pairs.py"
+from conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def bgp():
-    spec = importlib.util.spec_from_file_location("build_gap_pairs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("build_gap_pairs")
 
 
 def _conll(name, sentences):

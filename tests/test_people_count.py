@@ -2,7 +2,6 @@
 LitBank-style coreference CoNLL (rules 1-4 of its docstring), on small
 hand-made CoNLL snippets; the real LitBank only where ../shared is present."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,17 +9,15 @@ import pytest
 
 from spacy_memcoref.corpora.people import read_people_tsv
 
+from conftest import load_script
+
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "build_people_count.py"
 DEMO = REPO / "assets" / "demo" / "litbank"
 
 
 @pytest.fixture(scope="module")
 def bpc():
-    spec = importlib.util.spec_from_file_location("build_people_count", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("build_people_count")
 
 
 def _conll(name, sentences):

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Set
 import pytest
 import srsly
 
-from conftest import TRAIN
+from conftest import TRAIN, load_script
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "project.yml"
@@ -792,21 +792,11 @@ def test_people_count_tsvs_read(name, n_rows):
 # ----- every step can run: check-data checks the workflow's needs first (issue 37) ---
 
 
-def _load_script(name: str):
-    """A helper script as a module (scripts/ is no package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"memcoref_script_{name}", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_check_data_names_the_extra_each_workflow_step_needs(monkeypatch, capsys):
     import importlib.metadata
     import importlib.util
 
-    check_data = _load_script("check_data")
+    check_data = load_script("check_data")
     args = ["--project", str(PROJECT), "--package-build", "wheel"]
     missing, present = {"matplotlib", "build", "wheel"}, set()
     real_find_spec, real_version = importlib.util.find_spec, importlib.metadata.version
@@ -1185,7 +1175,7 @@ def test_train_wrapper_runs_spacy_train(tmp_path):
 
 
 def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatch):
-    train = _load_script("train")
+    train = load_script("train")
     runs = []
 
     class Child:
@@ -1209,10 +1199,10 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
 
 @pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap"])
 def test_shipped_models_train_through_the_train_wrapper(name):
-    first = _load_script("pretrained").commands(name, -1)[0]
+    first = load_script("pretrained").commands(name, -1)[0]
     assert first[1] == "scripts/train.py" and (REPO / first[1]).is_file()
     recipe = srsly.read_json(REPO / "configs" / "pretrained" / f"{name}.json")["recipe"]
-    spacy_train = _load_script("train").train_argv(first[2:])
+    spacy_train = load_script("train").train_argv(first[2:])
     # the recipe reaches `memcoref train` whole: its config first, every setting kept
     assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == first[2:]
     assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
@@ -1223,7 +1213,7 @@ def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
     model-best and model-last, the better kept (S1 in
     benchmarks/log/2026-11-28-shipped-s2e-all-mentions.md peaked before its
     last step, so the two differ)."""
-    pretrained_script = _load_script("pretrained")
+    pretrained_script = load_script("pretrained")
     tune = pretrained_script.commands("s2e-ontogum", -1)[1]
     run = Path("training", "pretrained", "s2e-ontogum")
     assert tune[3:5] == ["tune-link-threshold", str(run / "model-best")]
@@ -1325,7 +1315,7 @@ def _toy_entity_doc(vocab, labels):
 def test_entity_typing_report_scores_spans_and_consistency():
     import spacy
 
-    script = _load_script("entity_typing")
+    script = load_script("entity_typing")
     vocab = spacy.blank("en").vocab
     gold = _toy_entity_doc(vocab, ["person", "person", "person", "person"])
     # Ann right, Bob wrong, She right, him unlabelled

@@ -65,13 +65,18 @@ class OracleDecoder(S2EDecoder):
         return None  # the oracle's mentions are not the model's candidates
 
 
-@pytest.fixture(scope="module")
-def oracle_nlp():
+def oracle_pipeline(decoder):
+    """A tiny random s2e whose links `decoder` (an OracleDecoder) decides."""
     nlp = spacy.blank("en")
     nlp.add_pipe("memcoref", config=s2e_config())
     nlp.initialize()
-    nlp.get_pipe("memcoref").model.attrs["decoder"] = OracleDecoder(0.0)
+    nlp.get_pipe("memcoref").model.attrs["decoder"] = decoder
     return nlp
+
+
+@pytest.fixture(scope="module")
+def oracle_nlp():
+    return oracle_pipeline(OracleDecoder(0.0))
 
 
 @pytest.fixture(scope="module")
@@ -169,11 +174,7 @@ class RereadingOracle(OracleDecoder):
 
 
 def test_a_rereadings_link_between_earlier_mentions_joins_nothing():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
-    nlp.initialize()
-    nlp.get_pipe("memcoref").model.attrs["decoder"] = RereadingOracle(0.0)
-    stream = Stream(nlp)
+    stream = Stream(oracle_pipeline(RereadingOracle(0.0)))
     docs = [stream.add("Alice met Ann."), stream.add("She smiled."), stream.add("She waved again.")]
     alice = id_of(docs[1], "She")
     assert docs[1].user_data["stream_joined"] == [(0, 0, 5, alice)]
@@ -200,11 +201,7 @@ class ReboundingOracle(OracleDecoder):
 
 
 def test_a_chain_through_a_reread_earlier_mention_takes_its_id():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("memcoref", config=s2e_config())
-    nlp.initialize()
-    nlp.get_pipe("memcoref").model.attrs["decoder"] = ReboundingOracle(0.0)
-    stream = Stream(nlp)
+    stream = Stream(oracle_pipeline(ReboundingOracle(0.0)))
     docs = [stream.add("The old man who called sat down."), stream.add("He smiled."), stream.add("He waved again.")]
     man = id_of(docs[1], "He")
     assert docs[1].user_data["stream_joined"] == [(0, 0, len("The old man"), man)]
