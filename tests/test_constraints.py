@@ -12,8 +12,10 @@ from spacy_memcoref.decoders.constraints import (
     COORDINATION,
     PRONOUNS,
     SENTENCE_PEOPLE,
+    SPEAKER_NAMES,
     SPEAKERS,
     SYMBOL_TWINS,
+    TURN_VOICE,
     VOICE,
     WORD,
     DocRules,
@@ -273,7 +275,7 @@ def test_two_speakers_i_never_share_a_cluster_nor_a_speakers_i_and_you():
     # Ben's "I" prefers Anna's "I"; Ben's "You" prefers Ben's "I", then Anna's "I"
     prediction = _prediction(doc, spans, {1: [(0, 3.0)], 3: [(1, 4.0), (2, 3.0)], 4: [(3, 4.0), (1, 3.5)]})
     decoder = S2EDecoder(0.0)
-    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKERS}))
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKERS, TURN_VOICE}))
     assert unruled == [["Anna", "I", "I", "You"]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "I", "You"], ["Ben", "I"]]
     # without speaker turns nothing tells the two "I" apart; the text is then one voice (VOICE), whose "You"
@@ -281,6 +283,58 @@ def test_two_speakers_i_never_share_a_cluster_nor_a_speakers_i_and_you():
     del doc.spans["speakers"]
     assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {VOICE})) == unruled
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "I", "I"]]
+
+
+def test_a_speakers_name_is_that_speaker_two_speakers_names_are_two_people():
+    from spacy.tokens import Span
+
+    from spacy_memcoref.decoders.constraints import speaker_names
+
+    # a chat as the everyday set writes it: each turn opens with its speaker's name
+    doc = NLP("Anna : Are you coming , Ben ? Ben : Yes . I will bring Anna 's cake .")
+    doc.spans["speakers"] = [Span(doc, 0, 8, label="Anna"), Span(doc, 8, 19, label="Ben")]
+    spans = [(0, 0), (3, 3), (6, 6), (8, 8), (12, 12), (15, 15)]  # Anna, you, Ben, Ben, I, Anna
+    # "Ben" (the second turn's name) prefers "Anna"; Anna's "you" prefers "Anna"; the last "Anna" prefers "I"
+    prediction = _prediction(
+        doc, spans, {1: [(0, 3.0)], 2: [(1, 2.0)], 3: [(0, 4.0), (2, 3.0)], 4: [(3, 3.0)], 5: [(4, 3.0), (0, 2.0)]}
+    )
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKER_NAMES}))
+    assert unruled == [["Anna", "you", "Ben", "Ben", "I", "Anna"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Anna", "Anna"], ["you", "Ben", "Ben", "I"]]
+    # a label's words as CoNLL and GUM join them; a surname two speakers share names neither
+    turns = [Span(doc, 0, 1, label=label) for label in ("ChiefJusticeJohnRoberts", "JohnSmith", "MarySmith")]
+    names = speaker_names(turns)
+    assert names[("roberts",)] == names[("chief", "justice", "roberts")] == "ChiefJusticeJohnRoberts"
+    assert names[("mary",)] == "MarySmith" and names[("john",)] == "JohnSmith" and ("smith",) not in names
+
+
+def test_a_speakers_turns_are_a_voice_their_you_is_not_their_she():
+    from spacy.tokens import Span
+
+    # a chat of two: Sofia speaks to Marco in each of her turns, of the plumber in the third
+    doc = NLP("Sofia : The plumber called . Can you be home ? Marco : I can . Sofia : Show her the leak .")
+    turns = [(0, 11, "Sofia"), (11, 16, "Marco"), (16, 23, "Sofia")]
+    doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns]
+    spans = [(2, 3), (7, 7), (11, 11), (13, 13), (19, 19)]  # The plumber, you, Marco, I, her
+    # "Marco" prefers "you", "I" prefers "Marco"; "her" prefers "I", then "The plumber"
+    prediction = _prediction(doc, spans, {2: [(1, 2.0)], 3: [(2, 3.0)], 4: [(3, 4.0), (0, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {TURN_VOICE}))
+    assert unruled == [["you", "Marco", "I", "her"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["The plumber", "her"], ["you", "Marco", "I"]]
+    # with a third speaker, a speaker may speak of one turn's "you" in another: one turn is a voice
+    doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns] + [Span(doc, 23, 23, label="Kai")]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == unruled
+    # a speaker's name is their voice's "I" and, in a chat of two, the other's "you": neither's "she"
+    doc = NLP("Sofia : She can come . Marco : I thought she was busy .")
+    doc.spans["speakers"] = [Span(doc, 0, 6, label="Sofia"), Span(doc, 6, 13, label="Marco")]
+    spans = [(0, 0), (2, 2), (6, 6), (10, 10)]  # Sofia, She, Marco, she
+    prediction = _prediction(doc, spans, {1: [(0, 3.0)], 3: [(0, 3.0), (1, 2.0)]})
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {TURN_VOICE})) == [
+        ["Sofia", "She", "she"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["She", "she"]]
 
 
 def test_a_writers_i_is_not_their_you_outside_a_quotation():

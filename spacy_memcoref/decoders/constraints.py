@@ -16,6 +16,15 @@ groups, resolved text, entity records, `annotate`):
 - **speakers** (where the Doc has `doc.spans["speakers"]`, a transcript's
   turns): "I" of one speaker and "I" of another never share a cluster, nor
   a speaker's "I" and the same speaker's "you";
+- **a speaker's name is that speaker** (speaker turns): a name whose words
+  are the speaker label's, or a run of them that holds its last word, or
+  its first word alone, where no other speaker's label gives the same
+  ("Anna"; "Chief Justice Roberts" and "Roberts" for
+  ChiefJusticeJohnRoberts), is that speaker's "I" wherever it stands: two
+  speakers' names are two people, and a speaker's "you" is not the
+  speaker's own name; with TURN_VOICE on, the name is the "I" of its
+  speaker's voice too and, in a chat of two, the other's "you", so no
+  "she" of the chat is either speaker;
 - **a voice's "I", "you" and "she" are three people**: outside speaker
   turns (text with none, a letter, a story), within one voice (the text
   outside quotation marks, or one quotation) "I" / me / my / mine / myself,
@@ -32,6 +41,13 @@ groups, resolved text, entity records, `annotate`):
   whoever is quoted ('Anna told me: "you are late"': "me" and "you" are
   Anna's addressee and may be one person). A stream's window is one text:
   pieces are told apart as voices only by their speakers;
+- **a speaker's turns are a voice** (TURN_VOICE): in a chat of two, all of
+  one speaker's turns (each speaks to the other), with more speakers one
+  turn, is a voice whose "I", "you" and he / she are three people, a
+  quotation in it a voice of its own: Sofia's "Can you be home?" and her
+  "Show her the leak" are Marco and the plumber. A monologue (one speaker:
+  a speech, a vlog) is left alone: its "you" is an audience, and it speaks
+  of the people in it as "he" and "she" too;
 - **no mention twice by a symbol**: one cluster never holds two nested
   mentions whose difference holds no letter or digit ("Bob" and "Bob 👨");
 - **a mention is no clause**: a mention of two or more words does not
@@ -62,7 +78,8 @@ Whether a candidate may join a cluster depends on the whole cluster (a
 link against the cluster it would join, in text order.
 """
 
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
+import re
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
 
@@ -180,6 +197,36 @@ def _is_name_word(text: str) -> bool:
     return text[:1].isupper() and (text.replace(".", "").replace("-", "").isalpha())
 
 
+def speaker_words(label: str) -> Tuple[str, ...]:
+    """A speaker label's lower-case words: CoNLL and GUM join a name's
+    words ("ChiefJusticeJohnRoberts", "Mario_J_Lucero"), chats write it out."""
+    return tuple(w.lower() for w in re.findall(r"[A-Z][a-z]*|[a-z]+|[0-9]+", label))
+
+
+def speaker_names(turns: Sequence[Any]) -> Dict[Tuple[str, ...], str]:
+    """The names (lower-case word tuples) that name one speaker, each to its
+    label: the label's words in full, and any run of them (in order) that
+    holds its last word ("Roberts", "Chief Justice Roberts") or is its
+    first word alone ("Anna" for AnnaSmith); a name two speakers could have
+    (two speakers named Smith) names neither."""
+    owners: Dict[Tuple[str, ...], Set[str]] = {}
+    for label in {turn.label_ for turn in turns}:
+        words = speaker_words(label)
+        if not words:
+            continue
+        names = {words, words[:1]}
+        # in-order selections of the label's words that keep its last word
+        n = len(words)
+        if n <= 8:
+            for mask in range(1, 2**n):
+                picked = tuple(words[i] for i in range(n) if mask >> i & 1)
+                if picked[-1] == words[-1] and mask >> (n - 1) & 1:
+                    names.add(picked)
+        for name in names:
+            owners.setdefault(name, set()).add(label)
+    return {name: next(iter(labels)) for name, labels in owners.items() if len(labels) == 1}
+
+
 def letter_parts(doc: Doc) -> Tuple[Optional[TokenSpan], Optional[TokenSpan]]:
     """(greeting name, signature name) of a letter or message: token ranges,
     None where there is none.
@@ -251,12 +298,14 @@ WORD = "word"  # a mention is a word: letter or digit, no whitespace ends, whole
 PRONOUNS = "pronouns"  # pronouns of another gender, person or animacy never share a cluster
 SPEAKERS = "speakers"  # two speakers' "I", a speaker's "I" and "you", never in one cluster
 VOICE = "voice"  # one voice's "I", "you" and "he"/"she" (outside turns and quotes, one quotation): three people
+SPEAKER_NAMES = "speaker_names"  # a name that names a speaker is that speaker's "I"
+TURN_VOICE = "turn_voice"  # a speaker's turns (two speak) or one turn (more do) as a voice: I, you, she three people
 SYMBOL_TWINS = "symbol_twins"  # no two nested mentions apart by symbols only in one cluster
 SENTENCE_PEOPLE = "sentence_people"  # two different noun phrases of one sentence, not in apposition
 CLAUSE = "clause"  # a mention does not start with a subject and its verb
 COORDINATION = "coordination"  # "X and Y" never with he / she / I
 ALL_RULES: FrozenSet[str] = frozenset(
-    {WORD, PRONOUNS, SPEAKERS, VOICE, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE, COORDINATION}
+    {WORD, PRONOUNS, SPEAKERS, VOICE, SPEAKER_NAMES, TURN_VOICE, SYMBOL_TWINS, SENTENCE_PEOPLE, CLAUSE, COORDINATION}
 )
 
 # a word after "and" that opens a second noun phrase, and words before it
@@ -392,12 +441,30 @@ class DocRules:
                 index += token.i == 0 or bool(token.is_sent_start)
                 self._sentence.append(index)
         self._speakers: Dict[int, str] = {}
-        if (SPEAKERS in self.enabled or VOICE in self.enabled) and "speakers" in doc.spans:
-            # VOICE leaves a turn's tokens to SPEAKERS
-            for turn in doc.spans["speakers"]:
+        self._turns: Dict[int, str] = {}  # token -> its voice among the turns
+        self._voices_of: Dict[str, Set[str]] = {}  # speaker -> the voices of their turns
+        self._other: Dict[str, str] = {}  # in a chat of two, speaker -> the other
+        if self.enabled & {SPEAKERS, VOICE, SPEAKER_NAMES, TURN_VOICE} and "speakers" in doc.spans:
+            turns = doc.spans["speakers"]
+            # a chat of two: each speaker speaks to the other in every turn, so
+            # all of a speaker's turns are one voice; with more, one turn is; a
+            # monologue (a speech, a vlog: one speaker) none, since its "you"
+            # is an audience whose members it speaks of too
+            labels = sorted({turn.label_ for turn in turns})
+            for k, turn in enumerate(turns):
+                voice = f"s{turn.label_}" if len(labels) == 2 else f"t{k}"
                 for i in range(turn.start, turn.end):
                     self._speakers[i] = turn.label_
-        self._quotation: Optional[List[int]] = quotations(doc) if VOICE in self.enabled else None
+                    if len(labels) >= 2:
+                        self._turns[i] = voice
+                if len(labels) >= 2:
+                    self._voices_of.setdefault(turn.label_, set()).add(voice)
+            if len(labels) == 2:
+                self._other = {labels[0]: labels[1], labels[1]: labels[0]}
+        self._speaker_names: Dict[Tuple[str, ...], str] = (
+            speaker_names(doc.spans["speakers"]) if SPEAKER_NAMES in self.enabled and self._speakers else {}
+        )
+        self._quotation: Optional[List[int]] = quotations(doc) if self.enabled & {VOICE, TURN_VOICE} else None
         self._letter: Tuple[Optional[TokenSpan], Optional[TokenSpan]] = (
             letter_parts(doc) if VOICE in self.enabled and not self._speakers else (None, None)
         )
@@ -457,7 +524,7 @@ class DocRules:
         and she and a letter's greeting and signature names, one person's
         for he / she / I, two people's for a coordination (COORDINATION)."""
         start, end = span
-        letter = self._letter_feature(span)
+        letter = self._letter_feature(span) | self._speaker_name_feature(span)
         if start != end:
             if COORDINATION in self.enabled and self.is_coordination(span):
                 return frozenset({"two-people"} | letter)
@@ -478,10 +545,47 @@ class DocRules:
         )
         if speaker and person in ("I", "you") and SPEAKERS in self.enabled:
             found.add(f"{person}{SPEAKER_SEP}{speaker}")
-        if person and not speaker and self._quotation is not None:
-            # a speaker's turn is the SPEAKERS rule's
-            found.add(f"{person}{VOICE_SEP}{self._quotation[start]}")
+        if person and self._quotation is not None:
+            # outside speaker turns the text's voices (VOICE); in a turn, its
+            # speaker's (TURN_VOICE); a quotation is a voice of its own in both
+            if not speaker and VOICE in self.enabled:
+                found.add(f"{person}{VOICE_SEP}{self._quotation[start]}")
+            elif speaker and start in self._turns and TURN_VOICE in self.enabled:
+                found.add(f"{person}{VOICE_SEP}{self._turns[start]}.{self._quotation[start]}")
         return frozenset(found | letter)
+
+    def _speaker_name_feature(self, span: TokenSpan) -> Set[str]:
+        """A name that names a speaker (`speaker_names`) is that speaker's
+        "I" (SPEAKERS), in any turn: "Ben" and "Anna" of a chat are two
+        people, and Anna's "you" is not "Anna"."""
+        if not self._speaker_names:
+            return set()
+        name = self._name_of(span)
+        speaker = self._speaker_names.get(name) if name is not None else None
+        if speaker is None:
+            return set()
+        found = {f"I{SPEAKER_SEP}{speaker}"}
+        if TURN_VOICE in self.enabled:
+            # the speaker is the "I" of their turns' voices (outside their
+            # quotations) and, in a chat of two, the other's "you": no "she"
+            # of either is the speaker
+            found |= {f"I{VOICE_SEP}{voice}.0" for voice in self._voices_of.get(speaker, ())}
+            if speaker in self._other:
+                found.add(f"you{VOICE_SEP}s{self._other[speaker]}.0")
+        return found
+
+    def _name_of(self, span: TokenSpan) -> Optional[Tuple[str, ...]]:
+        """A mention's lower-case words when it is a name: every word
+        capitalised, its first no determiner or pronoun, a possessive 's
+        aside; else None."""
+        start, end = span
+        while end > start and self.doc[end].text.lower() in POSSESSIVE:
+            end -= 1
+        words = [self.doc[i].text for i in range(start, end + 1)]
+        first = words[0].lower()
+        if first in DETERMINERS or first in _ALL_PRONOUNS or not all(_is_name_word(w) for w in words):
+            return None
+        return self._name_words(start, end)
 
     def _letter_feature(self, span: TokenSpan) -> Set[str]:
         """A letter's greeting name is the text's "you", its signature its
@@ -515,16 +619,10 @@ class DocRules:
         """A mention's lower-case words when it is a name (every word
         capitalised, its first no determiner or pronoun, a possessive 's
         aside) outside quotation marks; else None."""
-        start, end = span
-        while end > start and self.doc[end].text.lower() in POSSESSIVE:
-            end -= 1
-        words = [self.doc[i].text for i in range(start, end + 1)]
-        first = words[0].lower()
-        if first in DETERMINERS or first in _ALL_PRONOUNS or not all(_is_name_word(w) for w in words):
-            return None
+        start = span[0]
         if self._quotation is not None and self._quotation[start]:
             return None
-        return self._name_words(start, end)
+        return self._name_of(span)
 
     def _is_third_person_name(self, span: TokenSpan, name: Tuple[str, ...]) -> bool:
         """Whether a name of a letter (`_letter_name`) is one spoken of, not
