@@ -34,6 +34,7 @@ from ..decoders.protocol import Decoder
 from ..doc_helpers.clusters import CLUSTER_PREFIX, write_clusters
 from ..doc_helpers.entity_vectors import clear_entity_vectors, set_entity_vectors
 from ..doc_helpers.gold import copy_speakers
+from ..doc_helpers.transcripts import find_transcript_speakers
 from ..errors import ModelLoadError
 from ..models.encoder.encoder import build_embedded_transformer, encode_for_inference
 from ..models.petra.petra_model import build_petra, is_petra_model
@@ -111,6 +112,7 @@ DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
         "memory_cells": 0,
         "memory_mentions": 8,
         "entity_vectors": True,
+        "find_speakers": True,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -125,6 +127,7 @@ def make_memcoref(
     entity_vectors: bool = True,
     memory_cells: int = 0,
     memory_mentions: int = 8,
+    find_speakers: bool = True,
 ) -> "CorefComponent":
     """Coreference resolution with s2e (default) or PeTra, chosen by the model.
     s2e links a mention to its best antecedent when that pair scores above
@@ -136,7 +139,10 @@ def make_memcoref(
     decoders.memory): at most N x memory_mentions held, however long the
     text; the memory's reading goes to doc._.memory_log.
     entity_vectors: write doc._.entity_vectors, one vector a cluster from the
-    model's own features (doc_helpers.entity_vectors); false: none, no bytes."""
+    model's own features (doc_helpers.entity_vectors); false: none, no bytes.
+    find_speakers: a Doc without doc.spans["speakers"] whose text is a chat
+    transcript (`Name: text` lines) gets its turns there
+    (doc_helpers.transcripts); false: never."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -147,6 +153,7 @@ def make_memcoref(
         settings={"link_threshold": link_threshold},
         memory=(memory_cells, memory_mentions),
         entity_vectors=entity_vectors,
+        find_speakers=find_speakers,
     )
 
 
@@ -173,6 +180,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
         "gap_calibration": [1.0, CLASS_WEIGHT_SHIFT],
         "people_alpha": None,
         "entity_vectors": True,
+        "find_speakers": True,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
     default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
@@ -187,6 +195,7 @@ def make_memcoref_petra(
     people_alpha: Optional[float],
     scorer: Optional[Callable],
     entity_vectors: bool = True,
+    find_speakers: bool = True,
 ) -> "CorefComponent":
     """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
     doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
@@ -196,7 +205,8 @@ def make_memcoref_petra(
     class weights of the loss; `tune-gap-threshold` fits both on validation
     data. people_alpha: the overwrite probability that counts a new person
     (`count-people --output` chooses and stores it; null: the default).
-    The model's decoder applies them (decoders.petra)."""
+    The model's decoder applies them (decoders.petra). find_speakers: as
+    `memcoref`'s."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -206,6 +216,7 @@ def make_memcoref_petra(
         scorer=scorer,
         settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, "people_alpha": people_alpha},
         entity_vectors=entity_vectors,
+        find_speakers=find_speakers,
     )
 
 
@@ -271,6 +282,8 @@ class CorefComponent(TrainablePipe):
         None values are left out, keys the decoder does not own are ignored.
     memory (Tuple[int, int]): s2e's bounded entity memory, (cells, mentions
         a cell); (0, 8): none (decoders.memory).
+    find_speakers (bool): give a Doc without speaker turns those of its
+        chat transcript, where its text is one (doc_helpers.transcripts).
     """
 
     def __init__(
@@ -284,11 +297,14 @@ class CorefComponent(TrainablePipe):
         settings: Optional[Dict[str, Any]] = None,
         entity_vectors: bool = True,
         memory: Tuple[int, int] = (0, 8),
+        find_speakers: bool = True,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
         if not isinstance(entity_vectors, bool):
             raise ValueError(f"entity_vectors must be true or false, got {entity_vectors!r}")
+        if not isinstance(find_speakers, bool):
+            raise ValueError(f"find_speakers must be true or false, got {find_speakers!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -296,6 +312,7 @@ class CorefComponent(TrainablePipe):
         self.cfg: Dict[str, Any] = {"span_cluster_prefix": span_cluster_prefix}
         # from the config alone (not the cfg saved with the weights): a user's choice, not a tuned setting
         self.entity_vectors = entity_vectors
+        self.find_speakers = find_speakers
         if settings:
             self.cfg.update(self._hook("decoder").configure(settings))
         # from the config alone too: the memory's size is a user's choice
@@ -349,6 +366,9 @@ class CorefComponent(TrainablePipe):
             )
         self._warn_if_untrained()
         ensure_sentences(docs)
+        if self.find_speakers:
+            for doc in docs:
+                find_transcript_speakers(doc)
         # a model that keeps features for the entity vectors only (PeTra's
         # cell states) keeps none with the setting off
         keep_entity_states = self.model.attrs.get("keep_entity_states")

@@ -1,0 +1,82 @@
+"""Speaker turns of a pasted chat transcript: one `Name: text` line a turn.
+
+A user who pastes a chat gives no `doc.spans["speakers"]`, yet its turns
+are what the s2e models' same-speaker term and the decoding rules read
+(decoders/constraints.py: two speakers' "I", a speaker's name). When the
+whole text has the transcript's shape, its turns are found from the text:
+
+    Anna: Are you coming on Saturday?
+    Ben: Of course! Should I bring anything?
+    Anna: Maybe some drinks.
+
+A line opens a turn when it starts with a name of one to three capitalised
+words and a colon, then text. Lines that open none continue the turn
+before them (a message over two lines). The text is a transcript only
+when its first line opens a turn, at least three lines do, two names or
+more speak and one of them twice or more, and turn lines are at least half
+of its lines: a recipe's "Ingredients:" and "Method:", an email's "From:" /
+"To:" / "Subject:" or a note's "PS:" are no conversation.
+"""
+
+import re
+from typing import List, Optional, Tuple
+
+from spacy.tokens import Doc, Span
+
+SPEAKERS_KEY = "speakers"
+
+# a turn's opening: up to three capitalised words ("Anna", "Dr. Lee",
+# "Mary Ann", "Q") and a colon, then the turn's text on the same line
+TURN_OPENING = re.compile(r"[ \t]*(?P<name>[A-Z][\w'’.\-]*(?:[ \t][A-Z][\w'’.\-]*){0,2})[ \t]*:[ \t]*\S")
+MIN_TURNS = 3
+
+
+def transcript_turns(doc: Doc) -> Optional[List[Span]]:
+    """The Doc's speaker turns when its text is a chat transcript (the
+    module's rule): one span a turn, from its speaker's name to its last
+    line's end, label the name as written. None when the text is no
+    transcript."""
+    text = doc.text
+    lines: List[Tuple[int, int, Optional[str]]] = []  # (start char, end char, speaker name or None)
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip():
+            match = TURN_OPENING.match(body)
+            lines.append((offset, offset + len(body), match.group("name") if match else None))
+        offset += len(line)
+    opened = [name for _, _, name in lines if name is not None]
+    if (
+        not lines
+        or lines[0][2] is None
+        or len(opened) < MIN_TURNS
+        or 2 * len(opened) < len(lines)
+        or len(set(opened)) < 2
+        or max(opened.count(name) for name in set(opened)) < 2
+    ):
+        return None
+    turns: List[Span] = []
+    bounds: List[Tuple[int, int, str]] = []  # a turn's (start, end, name), continuation lines joined to it
+    for start, end, name in lines:
+        if name is not None:
+            bounds.append((start + len(text[start:end]) - len(text[start:end].lstrip()), end, name))
+        else:
+            bounds[-1] = (bounds[-1][0], end, bounds[-1][2])
+    for start, end, label in bounds:
+        span = doc.char_span(start, end, label=label, alignment_mode="expand")
+        if span is not None and len(span):
+            turns.append(span)
+    return turns if len(turns) >= MIN_TURNS else None
+
+
+def find_transcript_speakers(doc: Doc) -> bool:
+    """Give a Doc without speaker turns those of its transcript
+    (`transcript_turns`), in doc.spans["speakers"]; a Doc that has turns
+    (a corpus's, a stream's) keeps its own. RETURNS whether turns were set."""
+    if SPEAKERS_KEY in doc.spans or len(doc) == 0:
+        return False
+    turns = transcript_turns(doc)
+    if turns is None:
+        return False
+    doc.spans[SPEAKERS_KEY] = turns
+    return True
