@@ -15,9 +15,10 @@ from spacy.training import Example
 from spacy_memcoref.scoring.pronouns import score_pronouns
 
 REPO = Path(__file__).resolve().parents[1]
-# the default model measured 64.8% (259 of 400) when it shipped; issue 60's
-# goal is 90%, which it does not reach
-DEFAULT_EVERYDAY_FLOOR = 0.63
+# the default model measured 64.8% (259 of 400) when it shipped, 76.1% (337
+# of 443) with the speaker rules of 2026-12-04; issue 60's goal is 90%, which
+# it does not reach
+DEFAULT_EVERYDAY_FLOOR = 0.74
 EVERYDAY = REPO / "tests" / "data" / "everyday"
 
 
@@ -83,13 +84,13 @@ def _on_the_everyday_set(nlp):
 
 def test_the_offline_model_on_the_everyday_set():
     """The shipped s2e-ontogum on the 52 texts: at least the pronoun accuracy
-    measured when the set was made (57.2%, benchmarks/RESULTS.md; a floor a
-    little under it), no mention without a letter or that is a clause, no
-    cluster with pronouns that cannot corefer."""
+    measured with the speaker rules (66.6%, benchmarks/RESULTS.md; 57.2% when
+    the set was made; a floor a little under it), no mention without a letter
+    or that is a clause, no cluster with pronouns that cannot corefer."""
     import spacy_memcoref
 
     score, broken = _on_the_everyday_set(spacy_memcoref.load("s2e-ontogum"))
-    assert score.total >= 300 and score.accuracy >= 0.55, (score.correct, score.total)
+    assert score.total >= 300 and score.accuracy >= 0.65, (score.correct, score.total)
     assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
 
 
