@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, ca
 
 from .decoders.links import link_groups
 from .doc_helpers.clusters import CLUSTER_PREFIX, cluster_key, numbered_clusters
+from .doc_helpers.transcripts import SPEAKERS_KEY
 from .resolution import is_tagged, representative_name, representative_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,7 +73,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc, Span
 
 STATE_VERSION = 1
-SPEAKERS_KEY = "speakers"
 # first-person singular forms: the speaker of the piece, by rule 1
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 # the piece's index on its Doc: doc.user_data[PIECE_KEY]

@@ -307,6 +307,16 @@ def test_a_speakers_name_is_that_speaker_two_speakers_names_are_two_people():
     names = speaker_names(turns)
     assert names[("roberts",)] == names[("chief", "justice", "roberts")] == "ChiefJusticeJohnRoberts"
     assert names[("mary",)] == "MarySmith" and names[("john",)] == "JohnSmith" and ("smith",) not in names
+    # labels and mentions read alike, in any script and in capitals: "Dr. Lee" names DrLee, "ŁUKASZ" Łukasz
+    doc = NLP("Dr. Lee : Hello . ŁUKASZ : Hi , Dr. Lee . Dr. Lee : Hi , ŁUKASZ .")
+    doc.spans["speakers"] = [
+        Span(doc, 0, 5, label="DrLee"),
+        Span(doc, 5, 12, label="Łukasz"),
+        Span(doc, 12, 19, label="DrLee"),
+    ]
+    rules = DocRules(doc)
+    assert [t.text for t in doc[9:11]] == ["Dr.", "Lee"] and doc[17].text == "ŁUKASZ"
+    assert rules.features((9, 10)) >= {"I@DrLee"} and rules.features((17, 17)) >= {"I@Łukasz"}
 
 
 def test_a_speakers_turns_are_a_voice_their_you_is_not_their_she():
@@ -323,9 +333,17 @@ def test_a_speakers_turns_are_a_voice_their_you_is_not_their_she():
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {TURN_VOICE}))
     assert unruled == [["you", "Marco", "I", "her"]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["The plumber", "her"], ["you", "Marco", "I"]]
-    # with a third speaker, a speaker may speak of one turn's "you" in another: one turn is a voice
+    # an empty turn is no speaker's; a third speaker makes each turn a voice of its own, since a speaker may
+    # speak of one turn's "you" in another
     doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns] + [Span(doc, 23, 23, label="Kai")]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["The plumber", "her"], ["you", "Marco", "I"]]
+    doc = NLP("Sofia : The plumber called . Can you be home ? Marco : I can . Sofia : Show her the leak . Kai : Hi .")
+    doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns + [(23, 27, "Kai")]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == unruled
+    # a monologue (one speaker: a speech, a vlog) is no voice: it speaks to an audience and of people in it
+    doc = NLP("Anna : Thank you , Bob . He has worked hard .")
+    doc.spans["speakers"] = [Span(doc, 0, 11, label="Anna")]
+    assert not any("~" in f for i in range(len(doc)) for f in DocRules(doc).features((i, i)))
     # a speaker's name is their voice's "I" and, in a chat of two, the other's "you": neither's "she"
     doc = NLP("Sofia : She can come . Marco : I thought she was busy .")
     doc.spans["speakers"] = [Span(doc, 0, 6, label="Sofia"), Span(doc, 6, 13, label="Marco")]

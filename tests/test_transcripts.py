@@ -40,12 +40,22 @@ def test_crlf_blank_lines_indents_and_a_message_over_two_lines():
     ]
 
 
+def test_names_in_any_script_and_a_last_name_line_without_text():
+    text = "Łukasz: Cześć!\nAnna: Hi Łukasz.\nŁukasz: How are you?\nAnna:"
+    assert _turns(text) == [
+        ("Łukasz", "Łukasz: Cześć!"),
+        ("Anna", "Anna: Hi Łukasz."),
+        ("Łukasz", "Łukasz: How are you?\nAnna:"),
+    ]
+
+
 def test_texts_with_colons_that_are_no_conversation_get_no_turns():
     no_chats = [
         # a recipe: two headings, each once
         "Ingredients: flour, eggs, milk.\nMethod: Mix them and bake it for an hour.\nServe: warm.",
-        # an email's headers: three names, none twice
+        # an email's headers: three names, none twice; a reply chain repeats them
         "From: Sam\nTo: Jo\nSubject: The notes\nHi Jo, my notes are ready. Can you check them?",
+        "From: Jo\nTo: Sam\nSubject: Re: The notes\nThanks!\nFrom: Sam\nTo: Jo\nSubject: The notes\nAre they ok?",
         # prose with one note; a one-line chat; a chat whose first line is no turn
         "Marie studied in Paris. She met Pierre there.\nNote: they married in 1895.",
         "Anna: hi Ben: hi Anna: bye",

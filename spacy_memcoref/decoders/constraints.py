@@ -17,8 +17,8 @@ groups, resolved text, entity records, `annotate`):
   turns): "I" of one speaker and "I" of another never share a cluster, nor
   a speaker's "I" and the same speaker's "you";
 - **a speaker's name is that speaker** (speaker turns): a name whose words
-  are the speaker label's, or a run of them that holds its last word, or
-  its first word alone, where no other speaker's label gives the same
+  are the speaker label's, or any of them in order that keep its last
+  word, or its first word alone, where no other speaker's label gives the same
   ("Anna"; "Chief Justice Roberts" and "Roberts" for
   ChiefJusticeJohnRoberts), is that speaker's "I" wherever it stands: two
   speakers' names are two people, and a speaker's "you" is not the
@@ -78,7 +78,6 @@ Whether a candidate may join a cluster depends on the whole cluster (a
 link against the cluster it would join, in text order.
 """
 
-import re
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
@@ -197,20 +196,32 @@ def _is_name_word(text: str) -> bool:
     return text[:1].isupper() and (text.replace(".", "").replace("-", "").isalpha())
 
 
+# a word of a name written without spaces: a run of capitals not followed by
+# a small letter ("ANNA", the "J" of "MarioJLucero"), a capital and its small
+# letters, small letters, digits; any script ("Łukasz", "José")
+_NAME_PART = r"\p{Lu}+(?!\p{Ll})|\p{Lu}\p{Ll}*|\p{Ll}+|\p{Nd}+"
+
+
 def speaker_words(label: str) -> Tuple[str, ...]:
-    """A speaker label's lower-case words: CoNLL and GUM join a name's
-    words ("ChiefJusticeJohnRoberts", "Mario_J_Lucero"), chats write it out."""
-    return tuple(w.lower() for w in re.findall(r"[A-Z][a-z]*|[a-z]+|[0-9]+", label))
+    """A speaker label's (or a name mention's) lower-case words: CoNLL and
+    GUM join a name's words ("ChiefJusticeJohnRoberts", "Mario_J_Lucero"),
+    chats write it out ("Dr. Lee"); both read alike ("McDonald" is "mc",
+    "donald" in either)."""
+    import regex
+
+    return tuple(w.lower() for w in regex.findall(_NAME_PART, label))
 
 
 def speaker_names(turns: Sequence[Any]) -> Dict[Tuple[str, ...], str]:
-    """The names (lower-case word tuples) that name one speaker, each to its
-    label: the label's words in full, and any run of them (in order) that
-    holds its last word ("Roberts", "Chief Justice Roberts") or is its
-    first word alone ("Anna" for AnnaSmith); a name two speakers could have
-    (two speakers named Smith) names neither."""
+    """The names (lower-case word tuples, `speaker_words`) that name one
+    speaker, each to its label: the label's words in full, any of them in
+    their order that keep its last word ("Roberts", "Chief Justice Roberts"
+    for ChiefJusticeJohnRoberts; for a label of more than 8 words only the
+    full name), and its first word alone ("Anna" for AnnaSmith); a name two
+    speakers could have (two speakers named Smith) names neither. Empty
+    turns are no speaker's."""
     owners: Dict[Tuple[str, ...], Set[str]] = {}
-    for label in {turn.label_ for turn in turns}:
+    for label in {turn.label_ for turn in turns if len(turn)}:
         words = speaker_words(label)
         if not words:
             continue
@@ -445,7 +456,7 @@ class DocRules:
         self._voices_of: Dict[str, Set[str]] = {}  # speaker -> the voices of their turns
         self._other: Dict[str, str] = {}  # in a chat of two, speaker -> the other
         if self.enabled & {SPEAKERS, VOICE, SPEAKER_NAMES, TURN_VOICE} and "speakers" in doc.spans:
-            turns = doc.spans["speakers"]
+            turns = [turn for turn in doc.spans["speakers"] if len(turn)]
             # a chat of two: each speaker speaks to the other in every turn, so
             # all of a speaker's turns are one voice; with more, one turn is; a
             # monologue (a speech, a vlog: one speaker) none, since its "you"
@@ -520,9 +531,12 @@ class DocRules:
     def features(self, span: TokenSpan) -> FrozenSet[str]:
         """A one-word pronoun mention's features (PRONOUNS), its speaker's
         where a first- or second-person pronoun has one (SPEAKERS), its
-        voice's (VOICE, outside speaker turns: its quotation) for I, you, he
-        and she and a letter's greeting and signature names, one person's
-        for he / she / I, two people's for a coordination (COORDINATION)."""
+        voice's for I, you, he and she (VOICE outside speaker turns: its
+        quotation, and a letter's greeting and signature names; TURN_VOICE
+        in a turn: its speaker's or its turn's voice), a speaker's for a name
+        that names one (SPEAKER_NAMES, with its voices under TURN_VOICE), one
+        person's for he / she / I, two people's for a coordination
+        (COORDINATION)."""
         start, end = span
         letter = self._letter_feature(span) | self._speaker_name_feature(span)
         if start != end:
@@ -561,7 +575,7 @@ class DocRules:
         if not self._speaker_names:
             return set()
         name = self._name_of(span)
-        speaker = self._speaker_names.get(name) if name is not None else None
+        speaker = self._speaker_names.get(speaker_words(" ".join(name))) if name is not None else None
         if speaker is None:
             return set()
         found = {f"I{SPEAKER_SEP}{speaker}"}

@@ -14,20 +14,33 @@ words and a colon, then text. Lines that open none continue the turn
 before them (a message over two lines). The text is a transcript only
 when its first line opens a turn, at least three lines do, two names or
 more speak and one of them twice or more, and turn lines are at least half
-of its lines: a recipe's "Ingredients:" and "Method:", an email's "From:" /
-"To:" / "Subject:" or a note's "PS:" are no conversation.
+of its lines. A heading or header word (HEADINGS: a recipe's "Ingredients:"
+and "Method:", an email's "From:" / "To:" / "Subject:", repeated in a reply
+chain, a note's "PS:") opens no turn. A last line that is a name and a
+colon alone opens none either: it continues the turn before it.
+
+The search runs at prediction only: training reads a corpus's own turns.
 """
 
-import re
 from typing import List, Optional, Tuple
 
+import regex
 from spacy.tokens import Doc, Span
 
-SPEAKERS_KEY = "speakers"
+SPEAKERS_KEY = "speakers"  # the span group of speaker turns, one span a turn, label the speaker
 
-# a turn's opening: up to three capitalised words ("Anna", "Dr. Lee",
-# "Mary Ann", "Q") and a colon, then the turn's text on the same line
-TURN_OPENING = re.compile(r"[ \t]*(?P<name>[A-Z][\w'’.\-]*(?:[ \t][A-Z][\w'’.\-]*){0,2})[ \t]*:[ \t]*\S")
+# a turn's opening: up to three capitalised words of any script ("Anna",
+# "Dr. Lee", "Mary Ann", "Łukasz", "Q") and a colon, then the turn's text on
+# the same line
+TURN_OPENING = regex.compile(r"[ \t]*(?P<name>\p{Lu}[\w'’.\-]*(?:[ \t]\p{Lu}[\w'’.\-]*){0,2})[ \t]*:[ \t]*\S")
+# what opens a line as a heading or a header, not a turn (lower case): an
+# email's headers (a reply chain repeats them), a recipe's or a form's parts
+HEADINGS = frozenset(
+    """from to cc bcc subject date sent re fw fwd reply-to attachment attachments note notes nb ps p.s. pps
+    ingredients method directions instructions serves servings yield prep cook time total tip tips warning
+    caution update edit step summary location address phone tel email e-mail website url source sources title
+    author caption""".split()
+)
 MIN_TURNS = 3
 
 
@@ -43,7 +56,10 @@ def transcript_turns(doc: Doc) -> Optional[List[Span]]:
         body = line.rstrip("\r\n")
         if body.strip():
             match = TURN_OPENING.match(body)
-            lines.append((offset, offset + len(body), match.group("name") if match else None))
+            name = match.group("name") if match else None
+            if name is not None and name.lower() in HEADINGS:
+                name = None
+            lines.append((offset, offset + len(body), name))
         offset += len(line)
     opened = [name for _, _, name in lines if name is not None]
     if (
