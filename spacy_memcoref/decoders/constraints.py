@@ -226,13 +226,11 @@ def speaker_names(turns: Sequence[Any]) -> Dict[Tuple[str, ...], str]:
         if not words:
             continue
         names = {words, words[:1]}
-        # in-order selections of the label's words that keep its last word
-        n = len(words)
-        if n <= 8:
-            for mask in range(1, 2**n):
-                picked = tuple(words[i] for i in range(n) if mask >> i & 1)
-                if picked[-1] == words[-1] and mask >> (n - 1) & 1:
-                    names.add(picked)
+        # in-order selections of the words before the last, the last word after them
+        if len(words) <= 8:
+            rest = words[:-1]
+            for mask in range(2 ** len(rest)):
+                names.add(tuple(w for i, w in enumerate(rest) if mask >> i & 1) + words[-1:])
         for name in names:
             owners.setdefault(name, set()).add(label)
     return {name: next(iter(labels)) for name, labels in owners.items() if len(labels) == 1}
@@ -463,12 +461,11 @@ class DocRules:
             # is an audience whose members it speaks of too
             labels = sorted({turn.label_ for turn in turns})
             for k, turn in enumerate(turns):
-                voice = f"s{turn.label_}" if len(labels) == 2 else f"t{k}"
                 for i in range(turn.start, turn.end):
                     self._speakers[i] = turn.label_
-                    if len(labels) >= 2:
-                        self._turns[i] = voice
                 if len(labels) >= 2:
+                    voice = f"s{turn.label_}" if len(labels) == 2 else f"t{k}"
+                    self._turns.update(dict.fromkeys(range(turn.start, turn.end), voice))
                     self._voices_of.setdefault(turn.label_, set()).add(voice)
             if len(labels) == 2:
                 self._other = {labels[0]: labels[1], labels[1]: labels[0]}

@@ -50,7 +50,8 @@ def transcript_turns(doc: Doc) -> Optional[List[Span]]:
     line's end, label the name as written. None when the text is no
     transcript."""
     text = doc.text
-    lines: List[Tuple[int, int, Optional[str]]] = []  # (start char, end char, speaker name or None)
+    # (first non-blank char, end char, speaker name or None) a non-blank line
+    lines: List[Tuple[int, int, Optional[str]]] = []
     offset = 0
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
@@ -59,7 +60,7 @@ def transcript_turns(doc: Doc) -> Optional[List[Span]]:
             name = match.group("name") if match else None
             if name is not None and name.lower() in HEADINGS:
                 name = None
-            lines.append((offset, offset + len(body), name))
+            lines.append((offset + len(body) - len(body.lstrip()), offset + len(body), name))
         offset += len(line)
     opened = [name for _, _, name in lines if name is not None]
     if (
@@ -75,7 +76,7 @@ def transcript_turns(doc: Doc) -> Optional[List[Span]]:
     bounds: List[Tuple[int, int, str]] = []  # a turn's (start, end, name), continuation lines joined to it
     for start, end, name in lines:
         if name is not None:
-            bounds.append((start + len(text[start:end]) - len(text[start:end].lstrip()), end, name))
+            bounds.append((start, end, name))
         else:
             bounds[-1] = (bounds[-1][0], end, bounds[-1][2])
     for start, end, label in bounds:
