@@ -129,6 +129,23 @@ def gender_swapped_doc(doc: Doc, words: Optional[List[str]] = None) -> Doc:
     return new
 
 
+def gender_mirror_doc(doc: Doc) -> Doc:
+    """The gender mirror of a Doc for a model to read (models.thinc_glue.
+    set_gender_mirror): its words with the pronouns, gendered common words
+    and first names swapped (swap_gender_words with nouns and names), the
+    same whitespace and sentence starts, nothing else. Token i of the mirror
+    stands for token i of the Doc.
+
+    doc (Doc): the Doc.
+    RETURNS (Doc): the mirror.
+    """
+    words = swap_gender_words([token.text for token in doc], nouns=True, names=True)
+    sent_starts: Optional[List[Union[bool, int, None]]] = None
+    if doc.has_annotation("SENT_START"):
+        sent_starts = [bool(token.is_sent_start) for token in doc]
+    return Doc(doc.vocab, words=words, spaces=[bool(token.whitespace_) for token in doc], sent_starts=sent_starts)
+
+
 def gender_swapped_example(example: Example, *, nouns: bool = False, names: bool = False) -> Example:
     """An Example with both Docs swapped. The reference decides each swap
     (her -> his or him, by ITS next token) and the predicted Doc takes the

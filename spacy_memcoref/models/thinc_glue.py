@@ -22,6 +22,7 @@ from spacy.training import Example
 from thinc.api import ArgsKwargs, Dropout, Model, PyTorchShim, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from ..corpora.gender_swap import gender_mirror_doc
 from ..decoders.protocol import Decoder
 from . import after_fork  # noqa: F401 (nlp.pipe(n_process=k) forks: one torch thread in the children)
 from .averaged_params import use_averaged_params
@@ -29,8 +30,10 @@ from .encoder.encoder import encode_for_inference
 
 CorefInput = Tuple[List[Doc], Optional[List[Any]]]
 CorefOutput = Tuple[float, List[Any]]
-# (doc, token vectors as a torch tensor) -> the head's per-document input
-MakeHeadInput = Callable[[Doc, torch.Tensor], Any]
+# (doc, token vectors as a torch tensor) -> the head's per-document input; a
+# head that reads a gender mirror (set_gender_mirror) is also given the
+# mirror's token vectors, as a third argument
+MakeHeadInput = Callable[..., Any]
 # (example, cluster prefix) -> (the document's gold for the head, gold mentions left out)
 MakeGold = Callable[[Example, str], Tuple[Any, int]]
 
@@ -124,8 +127,34 @@ def build_coref_model(
         _forward,
         init=_init,
         layers=[tok2vec, head_layer, Dropout(0.0)],
-        attrs={"make_gold": make_gold, "decoder": decoder},
+        attrs={"make_gold": make_gold, "decoder": decoder, "set_gender_mirror": set_gender_mirror},
     )
+
+
+def _head_module(model: Model) -> Any:
+    """The torch head of a model of build_coref_model (its settings that are
+    not saved, such as gender_mirror, are plain attributes)."""
+    return model.layers[1].shims[0]._model
+
+
+def set_gender_mirror(model: Model, on: bool) -> None:
+    """Whether the model, predicting, reads each Doc twice, as it is and as
+    its gender mirror (corpora.gender_swap.gender_mirror_doc: he <-> she,
+    father <-> mother, John <-> Patricia, token for token), and its head
+    decides by the mean of the two readings' scores. A function of the
+    model, not of one head, so that a copy of the model sets its own head;
+    training never reads the mirror.
+
+    model (Model): a model of build_coref_model.
+    on (bool): read the mirror too.
+    RAISES ValueError: on, for a head that cannot read a mirror.
+    """
+    head = _head_module(model)
+    if not hasattr(head, "gender_mirror"):
+        if on:
+            raise ValueError(f"the {model.name!r} model's head cannot read a gender mirror")
+        return
+    head.gender_mirror = bool(on)
 
 
 def _forward(model: Model, inputs: CorefInput, is_train: bool):
@@ -133,6 +162,8 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
     tok2vec, head, dropout = model.layers
     # Encoders choke on empty docs; the head handles them on its own.
     nonempty = [i for i, doc in enumerate(docs) if len(doc)]
+    # the gender mirror's token vectors a Doc, where the head reads one
+    doc_mirrors: List[Optional[Floats2d]] = [None for _ in docs]
     backprop_tok2vec: Optional[Callable[[Any], Any]]
     if nonempty:
         batch = [docs[i] for i in nonempty]
@@ -145,13 +176,22 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
 
         else:
             vectors, backprop_tok2vec = encode_for_inference(tok2vec, batch), None
+            if golds is None and getattr(_head_module(model), "gender_mirror", False):
+                # a Doc with no word to swap is its own mirror: the mean of two
+                # equal readings is the one reading, so it is read once
+                mirrored = [(i, gender_mirror_doc(docs[i])) for i in nonempty]
+                mirrored = [(i, m) for i, m in mirrored if [t.text for t in m] != [t.text for t in docs[i]]]
+                if mirrored:
+                    mirrors = encode_for_inference(tok2vec, [m for _, m in mirrored])
+                    for (i, _), vec in zip(mirrored, mirrors):
+                        doc_mirrors[i] = vec
         width = vectors[0].shape[1]
     else:
         vectors, backprop_tok2vec, width = [], None, 1
     doc_vectors: List[Floats2d] = [model.ops.alloc2f(0, width) for _ in docs]
     for i, vec in zip(nonempty, vectors):
         doc_vectors[i] = vec
-    output, backprop_head = head((docs, doc_vectors, golds), is_train)
+    output, backprop_head = head((docs, doc_vectors, golds, doc_mirrors), is_train)
 
     def backprop(d_loss: float) -> CorefInput:
         d_vectors = backprop_head(d_loss)
@@ -163,12 +203,19 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
 
 
 def _head_forward(model: Model, inputs, is_train: bool):
-    docs, doc_vectors, golds = inputs
+    # (docs, vectors, golds) or, from _forward, the mirrors' vectors too
+    docs, doc_vectors, golds = inputs[:3]
+    doc_mirrors = inputs[3] if len(inputs) > 3 else [None for _ in docs]
     make_head_input = model.attrs["make_head_input"]
     shim = cast(ScaledLRPyTorchShim, model.shims[0])
     device = shim.device
     tensors = [xp2torch(vec, requires_grad=is_train, device=device) for vec in doc_vectors]
-    head_inputs = [make_head_input(doc, tensor) for doc, tensor in zip(docs, tensors)]
+    head_inputs = [
+        make_head_input(doc, tensor)
+        if mirror is None
+        else make_head_input(doc, tensor, xp2torch(mirror, requires_grad=False, device=device))
+        for doc, tensor, mirror in zip(docs, tensors, doc_mirrors)
+    ]
     (loss, predictions), torch_backprop = shim(ArgsKwargs(args=(head_inputs, golds), kwargs={}), is_train)
     loss_value = float(loss.detach()) if loss is not None else 0.0
 

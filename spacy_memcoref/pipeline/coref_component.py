@@ -113,6 +113,7 @@ DEFAULT_SCORE_WEIGHTS: Dict[str, Optional[float]] = {
         "memory_mentions": 8,
         "entity_vectors": True,
         "find_speakers": True,
+        "gender_mirror": False,
         "scorer": {"@scorers": "spacy_memcoref.coref_scorer.v1"},
     },
     default_score_weights=DEFAULT_SCORE_WEIGHTS,
@@ -128,6 +129,7 @@ def make_memcoref(
     memory_cells: int = 0,
     memory_mentions: int = 8,
     find_speakers: bool = True,
+    gender_mirror: bool = False,
 ) -> "CorefComponent":
     """Coreference resolution with s2e (default) or PeTra, chosen by the model.
     s2e links a mention to its best antecedent when that pair scores above
@@ -142,7 +144,11 @@ def make_memcoref(
     model's own features (doc_helpers.entity_vectors); false: none, no bytes.
     find_speakers: a Doc without doc.spans["speakers"] whose text is a chat
     transcript (`Name: text` lines) gets its turns there
-    (doc_helpers.transcripts); false: never."""
+    (doc_helpers.transcripts); false: never.
+    gender_mirror: read each Doc twice, as it is and with he <-> she,
+    father <-> mother, John <-> Patricia swapped, and decide by the mean of
+    the two readings' scores, so that no link rests on a stereotype of one
+    gender (a Doc with such words costs twice the encoder's time)."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -154,6 +160,7 @@ def make_memcoref(
         memory=(memory_cells, memory_mentions),
         entity_vectors=entity_vectors,
         find_speakers=find_speakers,
+        gender_mirror=gender_mirror,
     )
 
 
@@ -181,6 +188,7 @@ DEFAULT_PETRA_SCORE_WEIGHTS = {
         "people_alpha": None,
         "entity_vectors": True,
         "find_speakers": True,
+        "gender_mirror": False,
         "scorer": {"@scorers": "spacy_memcoref.gap_scorer.v1"},
     },
     default_score_weights=DEFAULT_PETRA_SCORE_WEIGHTS,
@@ -196,6 +204,7 @@ def make_memcoref_petra(
     scorer: Optional[Callable],
     entity_vectors: bool = True,
     find_speakers: bool = True,
+    gender_mirror: bool = False,
 ) -> "CorefComponent":
     """PeTra (bounded memory) coreference: clusters like `memcoref`, plus
     doc._.memory_log and, for GAP Docs, doc.user_data["gap_probs"]. A GAP
@@ -206,7 +215,9 @@ def make_memcoref_petra(
     data. people_alpha: the overwrite probability that counts a new person
     (`count-people --output` chooses and stores it; null: the default).
     The model's decoder applies them (decoders.petra). find_speakers: as
-    `memcoref`'s."""
+    `memcoref`'s. gender_mirror: a GAP Doc's pair gets the mean of the link
+    probabilities of two readings, the text and its gender mirror (he <-> she,
+    ...); the clusters and memory log are the text's own reading."""
     check_prefix_is_free(nlp, name, span_cluster_prefix)
     return CorefComponent(
         nlp.vocab,
@@ -217,6 +228,7 @@ def make_memcoref_petra(
         settings={"gap_threshold": gap_threshold, "gap_calibration": gap_calibration, "people_alpha": people_alpha},
         entity_vectors=entity_vectors,
         find_speakers=find_speakers,
+        gender_mirror=gender_mirror,
     )
 
 
@@ -284,6 +296,8 @@ class CorefComponent(TrainablePipe):
         a cell); (0, 8): none (decoders.memory).
     find_speakers (bool): give a Doc without speaker turns those of its
         chat transcript, where its text is one (doc_helpers.transcripts).
+    gender_mirror (bool): predict from the mean of two readings, each Doc
+        and its gender mirror (models.thinc_glue.set_gender_mirror).
     """
 
     def __init__(
@@ -298,6 +312,7 @@ class CorefComponent(TrainablePipe):
         entity_vectors: bool = True,
         memory: Tuple[int, int] = (0, 8),
         find_speakers: bool = True,
+        gender_mirror: bool = False,
     ) -> None:
         if not span_cluster_prefix or not isinstance(span_cluster_prefix, str):
             raise ValueError(f"span_cluster_prefix must be a non-empty string, got {span_cluster_prefix!r}")
@@ -305,6 +320,8 @@ class CorefComponent(TrainablePipe):
             raise ValueError(f"entity_vectors must be true or false, got {entity_vectors!r}")
         if not isinstance(find_speakers, bool):
             raise ValueError(f"find_speakers must be true or false, got {find_speakers!r}")
+        if not isinstance(gender_mirror, bool):
+            raise ValueError(f"gender_mirror must be true or false, got {gender_mirror!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -313,6 +330,8 @@ class CorefComponent(TrainablePipe):
         # from the config alone (not the cfg saved with the weights): a user's choice, not a tuned setting
         self.entity_vectors = entity_vectors
         self.find_speakers = find_speakers
+        self.gender_mirror = gender_mirror
+        self._set_gender_mirror()  # refuses a head that cannot read a mirror
         if settings:
             self.cfg.update(self._hook("decoder").configure(settings))
         # from the config alone too: the memory's size is a user's choice
@@ -328,6 +347,15 @@ class CorefComponent(TrainablePipe):
             decoder.set_memory(*memory)
         self._warned_unaligned = False
         self._warned_untrained = False
+
+    def _set_gender_mirror(self) -> None:
+        """Tell the model whether to read each Doc's gender mirror too
+        (models.thinc_glue.set_gender_mirror)."""
+        set_gender_mirror = self.model.attrs.get("set_gender_mirror")
+        if set_gender_mirror is not None:
+            set_gender_mirror(self.model, self.gender_mirror)
+        elif self.gender_mirror:
+            raise ValueError(f"gender_mirror: the '{self.name}' component's model {self.model.name!r} reads no mirror")
 
     @property
     def prefix(self) -> str:
@@ -374,6 +402,9 @@ class CorefComponent(TrainablePipe):
         keep_entity_states = self.model.attrs.get("keep_entity_states")
         if keep_entity_states is not None:
             keep_entity_states(self.model, self.entity_vectors)
+        # set before each call, as the entity states: a copy of the model (nlp.pipe's
+        # processes, a reloaded pipeline) reads the component's setting
+        self._set_gender_mirror()
         _, predictions = self.model.predict((docs, None))
         return predictions
 

@@ -258,7 +258,7 @@ def keep_entity_states(model: Model, on: bool) -> None:
 # ----- the head's input (no torch maths) ----------------------------------------------
 
 
-def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[TokenSpan, ...]], Tuple[int, ...]]:
+def make_petra_head_input(doc: Doc, tokens: Any, mirror: Any = None) -> Tuple[Any, ...]:
     """The head's input for one Doc: its token features, for a GAP Doc the
     inclusive token ranges of (A, B, PRONOUN) on this Doc, and the tokens
     at which the head keeps the whole memory when it predicts (those a
@@ -267,11 +267,16 @@ def make_petra_head_input(doc: Doc, tokens: Any) -> Tuple[Any, Optional[Tuple[To
 
     doc (Doc): the Doc the model reads.
     tokens (torch.Tensor): [T, d] features.
-    RETURNS (Tuple): (tokens, gap spans or None, token positions).
+    mirror (Optional[torch.Tensor]): [T, d] the features of the Doc's gender
+        mirror (models.thinc_glue.set_gender_mirror), or None.
+    RETURNS (Tuple): (tokens, gap spans or None, token positions), and the
+        mirror's features when given.
     """
     gap = None
     if len(doc) and GAP_SPANS_KEY in doc.spans:
         spans = gap_reference_spans(doc)
         if spans is not None:
             gap = tuple((span.start, span.end - 1) for span in spans)
+    if mirror is not None:
+        return tokens, gap, tuple(movable_tokens(doc)), mirror
     return tokens, gap, tuple(movable_tokens(doc))

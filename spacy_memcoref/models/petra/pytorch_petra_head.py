@@ -104,6 +104,10 @@ class PeTraHead(nn.Module):
         # component's entity_vectors setting, through the model's
         # keep_entity_states hook; not saved)
         self.keep_cell_states = True
+        # predicting, read a GAP text's gender mirror too (the input's fourth
+        # item) and give its pair the mean of the two readings' link
+        # probabilities (models.thinc_glue.set_gender_mirror sets it; not saved)
+        self.gender_mirror = False
         # Training batches seen: drives the temperature schedule, saved
         # with the weights so that resumed training continues it.
         self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
@@ -162,7 +166,23 @@ class PeTraHead(nn.Module):
         if self.training:
             return loss, [PeTraPrediction() for _ in inputs]
         kept = record if record is not None else [None] * len(inputs)
-        return loss, [self._prediction(log, item[1], positions) for log, item, positions in zip(logs, inputs, kept)]
+        mirror_logs = self._mirror_logs(petra, inputs) if golds is None and self.gender_mirror else {}
+        return loss, [
+            self._prediction(log, item[1], positions, mirror_logs.get(i))
+            for i, (log, item, positions) in enumerate(zip(logs, inputs, kept))
+        ]
+
+    def _mirror_logs(self, petra: PeTra, inputs) -> Dict[int, Dict[str, torch.Tensor]]:
+        """The memory logs of the gender mirrors of the GAP texts that have
+        one (the input's fourth item), by the input's index."""
+        which = [i for i, item in enumerate(inputs) if len(item) > 3 and item[3] is not None and item[1] is not None]
+        if not which:
+            return {}
+        feats = [inputs[i][3] for i in which]
+        if self.mix is not None:
+            feats = [self.mix(x) for x in feats]
+        _, logs = petra(feats, None)
+        return dict(zip(which, logs))
 
     def _empty_prediction(self, n_cells: int) -> PeTraPrediction:
         log = {
@@ -173,7 +193,7 @@ class PeTraHead(nn.Module):
         }
         return PeTraPrediction(clusters=[], memory_log=log)
 
-    def _prediction(self, log, gap, kept) -> PeTraPrediction:
+    def _prediction(self, log, gap, kept, mirror_log=None) -> PeTraPrediction:
         states = None
         if kept is not None:
             states = CellStates(
@@ -190,6 +210,12 @@ class PeTraHead(nn.Module):
                 float(span_link_probability(log, span_a, pronoun)),
                 float(span_link_probability(log, span_b, pronoun)),
             )
+            if mirror_log is not None:
+                # the mirror's tokens stand for the text's, one for one
+                probabilities = (
+                    (probabilities[0] + float(span_link_probability(mirror_log, span_a, pronoun))) / 2,
+                    (probabilities[1] + float(span_link_probability(mirror_log, span_b, pronoun))) / 2,
+                )
         return PeTraPrediction(
             clusters=decode_clusters(arrays, threshold=self.entity_threshold, min_mentions=self.min_mentions),
             memory_log=arrays,

@@ -16,7 +16,7 @@ rules of decoders.constraints) and building the clusters is the decoder's
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -43,11 +43,15 @@ class S2EDocument:
     sent_ids (Optional[Tensor]): [T] sentence index a token, or None when the
         Doc has no sentence boundaries (mentions may then cross sentences).
     speaker_ids (Optional[Tensor]): [T] speaker index a token, -1 unknown.
+    mirror (Optional[Tensor]): [T, d] the token vectors of the Doc's gender
+        mirror (he <-> she, father <-> mother, ...; token i for token i), read
+        at prediction when the head's gender_mirror is on; None: none.
     """
 
     tokens: Tensor
     sent_ids: Optional[Tensor] = None
     speaker_ids: Optional[Tensor] = None
+    mirror: Optional[Tensor] = None
 
 
 INIT_STD = 0.02  # BERT-style initialization, as the reference code uses
@@ -187,6 +191,9 @@ class S2EHead(nn.Module):
         self.distance_bias = nn.Parameter(torch.zeros(len(DISTANCE_BUCKET_EDGES) + 1))
         self.register_buffer("distance_edges", torch.tensor(DISTANCE_BUCKET_EDGES), persistent=False)
         self.all_mentions_loss_weight = all_mentions_loss_weight
+        # predicting, read S2EDocument.mirror too and score by the mean of the
+        # two readings (models.thinc_glue.set_gender_mirror sets it; not saved)
+        self.gender_mirror = False
         # only when asked for, so pipelines saved without it still load
         self.all_mentions_scorer = (
             nn.ModuleDict(
@@ -301,6 +308,10 @@ class S2EHead(nn.Module):
         tokens = doc.tokens
         n_tokens = tokens.shape[0]
         (all_starts, all_ends, all_scores), features = self._score_mentions(tokens, doc.sent_ids)
+        if doc.mirror is not None:
+            # the mirror's span scores in the same order (the same spans): the
+            # candidates kept are the best by the mean of the two readings
+            all_scores = (all_scores + self.score_mentions(doc.mirror, doc.sent_ids)[2]) / 2
         top = self.top_candidates(all_starts, all_ends, all_scores, n_tokens)
         starts, ends, mention_scores = all_starts[top], all_ends[top], all_scores[top]
         queries, keys = self._antecedent_inputs(tokens, starts, ends)
@@ -396,13 +407,26 @@ class S2EHead(nn.Module):
             candidates in text order), [n, k] antecedent indices (-1: none),
             [n, k] their scores (NEG_INF where none).
         """
+        if not self.gender_mirror:
+            doc = replace(doc, mirror=None)
         candidates, _, _ = self._candidates(doc)
         starts, ends, mention_scores, queries, keys, speakers = candidates
+        mirror_queries = mirror_keys = None
+        if doc.mirror is not None:
+            mirror_queries, mirror_keys = self._antecedent_inputs(doc.mirror, starts, ends)
         n_cand = starts.shape[0]
         chosen, chosen_scores = [], []
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
+            if mirror_queries is not None and mirror_keys is not None:
+                # the mean of the two readings' pair scores (the mention
+                # scores in both are already the mean); invalid pairs stay
+                # at NEG_INF in both
+                mirror_scores, _ = self._antecedent_chunk(
+                    mirror_queries, mirror_keys, mention_scores, speakers, q0, q1, starts, ends
+                )
+                scores = (scores + mirror_scores) / 2
             top_scores, top = scores.topk(min(k, scores.shape[1]), dim=1)
             if top.shape[1] < k:  # fewer candidates than k in the whole document
                 pad = k - top.shape[1]

@@ -180,11 +180,12 @@ def build_s2e(
         all_mentions_loss_weight=all_mentions_loss_weight,
     )
 
-    def make_head_input(doc: Doc, tokens) -> S2EDocument:
+    def make_head_input(doc: Doc, tokens, mirror=None) -> S2EDocument:
         return S2EDocument(
             tokens=tokens,
             sent_ids=sentence_ids(doc, tokens.device),
             speaker_ids=speaker_ids(doc, tokens.device) if use_speakers else None,
+            mirror=mirror,
         )
 
     if freeze_encoder:
