@@ -374,7 +374,9 @@ def build(
         config names and load() finds; None: the embedded MiniLM.
     encoder_license (str): that encoder's licence, recorded.
     meta (Optional[Dict[str, Any]]): what to record besides the files:
-        description, sources (trained on, licences), recipe, scores.
+        description, sources (trained on, licences), recipe, scores; the
+        recipe's "component" settings (e.g. {"gender_mirror": true}) are set
+        on each coreference component of the stored config.
     RETURNS (Dict[str, Any]): the meta.json written.
     """
     import spacy
@@ -387,6 +389,7 @@ def build(
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     weight_forms.check_form(form, rank)
     pipeline_dir, output_dir = Path(pipeline_dir), Path(output_dir)
+    component_settings = (meta or {}).get("recipe", {}).get("component", {})
     resolved_out, resolved_in = output_dir.resolve(), pipeline_dir.resolve()
     if resolved_out == resolved_in or resolved_in in resolved_out.parents:
         raise ValueError(f"{output_dir}: the output must not be, or be inside, the pipeline folder {pipeline_dir}")
@@ -431,6 +434,10 @@ def build(
         if model.get("@architectures") == "spacy_memcoref.S2E.v1":
             for setting in TRAINING_ONLY_MODULES:
                 model[setting] = 0.0
+        # the recipe's prediction settings of the component (gender_mirror),
+        # which training did not use
+        for setting, value in component_settings.items():
+            config["components"][pipe_name][setting] = value
     base_nlp = from_config(config)
     if encoder is not None:  # the stored config names the encoder, load() finds it
         if "encoder" in config.get("paths", {}):
@@ -545,5 +552,7 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
         # the overrides are part of the recipe: the config alone trains another model
         for key, value in sorted(recipe.get("overrides", {}).items()):
             yield f"    --{key} {json.dumps(value)}"
+        for key, value in sorted(recipe.get("component", {}).items()):
+            yield f"    predicting with {key} = {json.dumps(value)}"
     for key, value in sorted(meta.get("scores", {}).items()):
         yield f"  {key}: {value}"

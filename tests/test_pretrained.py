@@ -94,6 +94,18 @@ def test_build_stores_only_what_changed_and_loads_back_exactly(trained_like, tmp
     assert [sorted(c) for c in clusters(nlp(text))] == [sorted(c) for c in clusters(loaded(text))]
 
 
+def test_build_sets_the_recipes_component_settings(trained_like, tmp_path):
+    """A recipe's "component" settings (prediction settings training never
+    used, such as gender_mirror) are set on the stored config's component."""
+    nlp, path = trained_like
+    assert nlp.get_pipe("memcoref").gender_mirror is False
+    recipe = {"recipe": {"component": {"gender_mirror": True}}}
+    pretrained.build(path, tmp_path / "shipped", name="test-model", dtype="float32", meta=recipe)
+    loaded = pretrained.load(tmp_path / "shipped")
+    assert loaded.config["components"]["memcoref"]["gender_mirror"] is True
+    assert loaded.get_pipe("memcoref").gender_mirror is True
+
+
 def test_build_refuses_a_trained_tensor_the_stored_model_would_not_have(trained_like, tmp_path, monkeypatch):
     """Only the head's training-only modules may be left out; any other
     tensor missing from the model the stored config builds is an error,
