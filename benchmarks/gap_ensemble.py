@@ -11,7 +11,7 @@ therefore the tuned validation F1 that RESULTS.md reports for single runs,
 optimistic in the same way.
 
     python benchmarks/gap_ensemble.py RUN_A/model-best RUN_B/model-best [...] \
-        --dev corpus/gap/validation.spacy [--probs-dir runs/gap_probs] [--threads 2]
+        --dev corpus/gap/validation.spacy [--probs-dir runs/gap_probs] [--threads 2] [--gender-mirror]
 
 --probs-dir keeps each member's raw probabilities (one JSON a pipeline), so
 that other combinations of the same members read nothing again.
@@ -30,21 +30,24 @@ from _common import machine_line, quiet, set_threads, table
 Probabilities = Dict[str, Tuple[float, float]]
 
 
-def member_probabilities(model: str, dev: str, batch_size: int, cache: Path = None) -> Tuple[dict, Probabilities]:
+def member_probabilities(
+    model: str, dev: str, batch_size: int, cache: Path = None, gender_mirror: bool = False
+) -> Tuple[dict, Probabilities]:
     """(gold, raw probabilities) of one pipeline on the GAP Docs, read from
-    `cache` when it holds them for this pipeline and file."""
+    `cache` when it holds them for this pipeline, file and mirror setting."""
     from spacy_memcoref.corpora.docbin import read_docbin
     from spacy_memcoref.loading import load_pipeline
     from spacy_memcoref.tuning.gap import gap_gold_and_probabilities
     from spacy_memcoref.tuning.run import annotate_docs, petra_component
 
-    key = {"model": str(Path(model).resolve()), "dev": str(Path(dev).resolve())}
+    key = {"model": str(Path(model).resolve()), "dev": str(Path(dev).resolve()), "gender_mirror": gender_mirror}
     if cache is not None and cache.exists():
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:
             return {k: tuple(v) for k, v in saved["gold"].items()}, {k: tuple(v) for k, v in saved["raw"].items()}
     nlp = load_pipeline(model)
     name, pipe = petra_component(nlp, None)
+    pipe.gender_mirror = gender_mirror
     docs = read_docbin(dev, nlp.vocab)
     annotated = annotate_docs(nlp, docs, batch_size, pipe.prefix)
     gold, raw = gap_gold_and_probabilities(annotated, source=dev, component=name)
@@ -84,6 +87,9 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--probs-dir", default=None, help="keep each member's raw probabilities here")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--gender-mirror", action="store_true", help="each member reads each text's gender mirror too (gender_mirror)"
+    )
     args = parser.parse_args(argv)
     if len(args.models) < 2:
         parser.error("an ensemble needs two pipelines or more")
@@ -93,9 +99,10 @@ def main(argv: List[str] = None) -> None:
     golds, members = [], []
     for model in args.models:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", model).strip("-")
+        slug += "-mirror" if args.gender_mirror else ""
         cache = Path(args.probs_dir) / f"{slug}.json" if args.probs_dir else None
         start = time.perf_counter()
-        gold, raw = member_probabilities(model, args.dev, args.batch_size, cache)
+        gold, raw = member_probabilities(model, args.dev, args.batch_size, cache, args.gender_mirror)
         print(f"{model}: {len(gold)} texts read in {time.perf_counter() - start:.0f} s")
         golds.append(gold)
         members.append(calibrated(gold, raw))
