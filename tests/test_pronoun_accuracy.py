@@ -16,8 +16,8 @@ from spacy_memcoref.scoring.pronouns import score_pronouns
 
 REPO = Path(__file__).resolve().parents[1]
 # the default model measured 64.8% (259 of 400) when it shipped, 76.1% (337
-# of 443) with the speaker rules of 2026-12-04; issue 60's goal is 90%, which
-# it does not reach
+# of 443) with the speaker rules of 2026-12-04, 75.2% (333) with the gender
+# mirror of 2026-12-06; issue 60's goal is 90%, which it does not reach
 DEFAULT_EVERYDAY_FLOOR = 0.74
 EVERYDAY = REPO / "tests" / "data" / "everyday"
 
@@ -84,13 +84,14 @@ def _on_the_everyday_set(nlp):
 
 def test_the_offline_model_on_the_everyday_set():
     """The shipped s2e-ontogum on the 52 texts: at least the pronoun accuracy
-    measured with the speaker rules (66.6%, benchmarks/RESULTS.md; 57.2% when
-    the set was made; a floor a little under it), no mention without a letter
-    or that is a clause, no cluster with pronouns that cannot corefer."""
+    measured with the gender mirror (69.8%, benchmarks/RESULTS.md; 66.6% with
+    the speaker rules alone, 57.2% when the set was made; a floor a little
+    under it), no mention without a letter or that is a clause, no cluster
+    with pronouns that cannot corefer."""
     import spacy_memcoref
 
     score, broken = _on_the_everyday_set(spacy_memcoref.load("s2e-ontogum"))
-    assert score.total >= 300 and score.accuracy >= 0.65, (score.correct, score.total)
+    assert score.total >= 300 and score.accuracy >= 0.68, (score.correct, score.total)
     assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
 
 
@@ -102,3 +103,40 @@ def test_the_default_model_on_the_everyday_set(default_model):
     score, broken = _on_the_everyday_set(default_model)
     assert score.total >= 300 and score.accuracy >= DEFAULT_EVERYDAY_FLOOR, (score.correct, score.total)
     assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
+
+
+# sentences written for this test, of the kind benchmarks/two_person.py
+# makes: text with {p} for the pronoun, and the two people's noun phrases;
+# each is read with "he" and with "she"
+TWO_PEOPLE = [
+    ("The mechanic met the nurse in the car park and gave {p} a folder .", ("The mechanic", "the nurse")),
+    ("The secretary thanked the builder and handed {p} the keys .", ("The secretary", "the builder")),
+    ("The pilot called the receptionist because {p} needed the flight list .", ("The pilot", "the receptionist")),
+    ("The housekeeper paid the electrician after {p} had fixed the lights .", ("The housekeeper", "the electrician")),
+]
+
+
+def test_the_default_model_decides_he_and_she_alike(default_model):
+    """The default ships with the gender mirror: a sentence about two people
+    and its twin with the other pronoun get the same antecedent, one of the
+    two people, whichever of them a stereotype would give which gender
+    (without the mirror it followed the stereotype: benchmarks/RESULTS.md
+    "The gender mirror"; which one is right is the benchmark's to count)."""
+    from spacy_memcoref.doc_helpers.clusters import numbered_clusters
+
+    assert default_model.get_pipe("memcoref").gender_mirror is True
+
+    def antecedent(text: str, pronoun: str) -> set:
+        doc = default_model(text)
+        at = text.index(f" {pronoun} ") + 1
+        for _, group in numbered_clusters(doc):
+            if any(m.start_char == at for m in group):
+                return {m.text for m in group if m.start_char != at}
+        return set()
+
+    for template, people in TWO_PEOPLE:
+        objective = "gave {p}" in template or "handed {p}" in template
+        he, she = ("him", "her") if objective else ("he", "she")
+        with_he = antecedent(template.format(p=he), he)
+        assert with_he == antecedent(template.format(p=she), she), template
+        assert with_he in ({people[0]}, {people[1]}), (template, with_he)
