@@ -112,20 +112,7 @@ def main() -> None:
                 f"{100 * score_pronouns(examples).accuracy:.1f}",
                 f"{seconds:.0f}",
             ]
-            results = two_person.evaluate(nlp, sentences)
-            for half in ("syntax", "meaning"):
-                pro = [r for r, _ in results[(half, True)]]
-                anti = [r for r, _ in results[(half, False)]]
-                merged = [m for key in ((half, True), (half, False)) for _, m in results[key]]
-                p, a = 100 * sum(pro) / len(pro), 100 * sum(anti) / len(anti)
-                row += [
-                    f"{p:.1f}",
-                    f"{a:.1f}",
-                    f"{(p + a) / 2:.1f}",
-                    f"{p - a:.1f}",
-                    f"{100 * sum(merged) / len(merged):.1f}",
-                ]
-            rows.append(row)
+            rows.append(row + two_person.half_cells(two_person.evaluate(nlp, sentences)))
     headers = ["model"]
     if dev_refs:
         headers += ["dev CoNLL F1", "dev pronouns", "dev s"]

@@ -145,6 +145,25 @@ def evaluate(nlp, sentences: List[Item], rules=None) -> Dict[Tuple[str, bool], L
     return results
 
 
+def half_cells(results: Dict[Tuple[str, bool], List[Tuple[bool, bool]]]) -> List[str]:
+    """Per cent right pro, anti, their mean, the gap and per cent merged, for
+    the syntax half, then the meaning half (evaluate's results)."""
+    cells = []
+    for half in ("syntax", "meaning"):
+        pro = [r for r, _ in results[(half, True)]]
+        anti = [r for r, _ in results[(half, False)]]
+        merged = [m for key in ((half, True), (half, False)) for _, m in results[key]]
+        p, a = 100 * sum(pro) / len(pro), 100 * sum(anti) / len(anti)
+        cells += [
+            f"{p:.1f}",
+            f"{a:.1f}",
+            f"{(p + a) / 2:.1f}",
+            f"{p - a:.1f}",
+            f"{100 * sum(merged) / len(merged):.1f}",
+        ]
+    return cells
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
@@ -172,19 +191,7 @@ def main() -> None:
         nlp = load_pipeline(name)  # a folder, a shipped model's name or its stored folder
         results = evaluate(nlp, sentences, rules)
         row = [name + label]
-        for half in ("syntax", "meaning"):
-            pro = [r for r, _ in results[(half, True)]]
-            anti = [r for r, _ in results[(half, False)]]
-            merged = [m for key in ((half, True), (half, False)) for _, m in results[key]]
-            p, a = 100 * sum(pro) / len(pro), 100 * sum(anti) / len(anti)
-            row += [
-                f"{p:.1f}",
-                f"{a:.1f}",
-                f"{(p + a) / 2:.1f}",
-                f"{p - a:.1f}",
-                f"{100 * sum(merged) / len(merged):.1f}",
-            ]
-        rows.append(row)
+        rows.append(row + half_cells(results))
     n = {half: sum(s.half == half for s in sentences) for half in ("syntax", "meaning")}
     print(
         f"{len(sentences)} sentences ({n['syntax']} syntax, {n['meaning']} meaning), {args.per_template} occupation pairs a template"
