@@ -166,6 +166,18 @@ def test_petra_gap_pair_takes_the_mean_of_the_two_readings():
     pipe.gender_mirror = True
     both = pipe.predict([doc])[0].gap
     assert both == pytest.approx(((alone[0] + mirrored_alone[0]) / 2, (alone[1] + mirrored_alone[1]) / 2), abs=1e-6)
+    # a Doc with no GAP pair: nothing of the mirror is read, nor encoded
+    from spacy_memcoref.models import thinc_glue
+
+    plain = nlp.make_doc(doc.text)
+    calls = []
+    encode = thinc_glue.encode_for_inference
+    thinc_glue.encode_for_inference = lambda model, batch: calls.append(len(batch)) or encode(model, batch)
+    try:
+        pipe.predict([plain])
+    finally:
+        thinc_glue.encode_for_inference = encode
+    assert calls == [1]
 
 
 def test_a_model_without_a_mirror_is_refused(trained_s2e):

@@ -101,6 +101,7 @@ def build_coref_model(
     make_gold: MakeGold,
     decoder: Decoder[Any],
     lr_scale: float = 1.0,
+    reads_mirror: Optional[Callable[[Doc], bool]] = None,
 ) -> Model[CorefInput, CorefOutput]:
     """Chain an encoder and a torch head into one Thinc model.
 
@@ -112,6 +113,9 @@ def build_coref_model(
     decoder (Decoder[Any]): the model's decoder (attrs["decoder"]; a
         decoders.protocol.Decoder: decoders.s2e, decoders.petra).
     lr_scale (float): learning-rate multiplier for the head's parameters.
+    reads_mirror (Optional[Callable[[Doc], bool]]): the Docs whose gender
+        mirror the head reads, when set_gender_mirror is on (None: every one);
+        a module-level function, so that the model pickles.
     RETURNS (Model[CorefInput, CorefOutput]): the model.
     """
     head_layer: Model[Any, Any] = Model(
@@ -127,7 +131,12 @@ def build_coref_model(
         _forward,
         init=_init,
         layers=[tok2vec, head_layer, Dropout(0.0)],
-        attrs={"make_gold": make_gold, "decoder": decoder, "set_gender_mirror": set_gender_mirror},
+        attrs={
+            "make_gold": make_gold,
+            "decoder": decoder,
+            "set_gender_mirror": set_gender_mirror,
+            "reads_mirror": reads_mirror,
+        },
     )
 
 
@@ -179,7 +188,9 @@ def _forward(model: Model, inputs: CorefInput, is_train: bool):
             if golds is None and getattr(_head_module(model), "gender_mirror", False):
                 # a Doc with no word to swap is its own mirror: the mean of two
                 # equal readings is the one reading, so it is read once
-                mirrored = [(i, gender_mirror_doc(docs[i])) for i in nonempty]
+                reads_mirror = model.attrs.get("reads_mirror")
+                wanted = [i for i in nonempty if reads_mirror is None or reads_mirror(docs[i])]
+                mirrored = [(i, gender_mirror_doc(docs[i])) for i in wanted]
                 mirrored = [(i, m) for i, m in mirrored if [t.text for t in m] != [t.text for t in docs[i]]]
                 if mirrored:
                     mirrors = encode_for_inference(tok2vec, [m for _, m in mirrored])

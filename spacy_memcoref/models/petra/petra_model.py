@@ -242,6 +242,7 @@ def build_petra(
         make_gold=make_gold,
         decoder=PeTraDecoder(),
         lr_scale=float(head_lr_scale),
+        reads_mirror=is_gap_doc,
     )
     model.attrs["keep_entity_states"] = keep_entity_states
     return model
@@ -256,6 +257,12 @@ def keep_entity_states(model: Model, on: bool) -> None:
 
 
 # ----- the head's input (no torch maths) ----------------------------------------------
+
+
+def is_gap_doc(doc: Doc) -> bool:
+    """Whether a Doc carries a GAP pair (A, B, PRONOUN): the Docs whose gender
+    mirror the head reads (it averages their pair's link probabilities)."""
+    return GAP_SPANS_KEY in doc.spans
 
 
 def make_petra_head_input(doc: Doc, tokens: Any, mirror: Any = None) -> Tuple[Any, ...]:
