@@ -187,3 +187,15 @@ def test_a_model_without_a_mirror_is_refused(trained_s2e):
     model.layers[1].shims[0]._model.__dict__.pop("gender_mirror")  # a head of another kind
     with pytest.raises(ValueError, match="cannot read a gender mirror"):
         CorefComponent(spacy.blank("en").vocab, model, "memcoref", gender_mirror=True)
+
+
+def test_a_wrapper_with_the_models_attrs_reads_no_mirror(trained_s2e):
+    """A model of another form that took this model's hooks (as tests and
+    wrappers do) has no head to tell: off is nothing, on is refused."""
+    from thinc.api import Model
+
+    real = spacy.load(trained_s2e.path).get_pipe("memcoref").model
+    wrapper = Model("wrapper", lambda model, X, is_train: (real.predict(X), lambda d: d), attrs=dict(real.attrs))
+    wrapper.attrs["set_gender_mirror"](wrapper, False)
+    with pytest.raises(ValueError, match="cannot read a gender mirror"):
+        wrapper.attrs["set_gender_mirror"](wrapper, True)

@@ -158,7 +158,10 @@ def set_gender_mirror(model: Model, on: bool) -> None:
     on (bool): read the mirror too.
     RAISES ValueError: on, for a head that cannot read a mirror.
     """
-    head = _head_module(model)
+    # a model of another form (a stub or wrapper that took this model's
+    # attrs) has no head here: it reads no mirror
+    has_head = len(model.layers) > 1 and bool(model.layers[1].shims)
+    head: Any = _head_module(model) if has_head else None
     if not hasattr(head, "gender_mirror"):
         if on:
             raise ValueError(f"the {model.name!r} model's head cannot read a gender mirror")
