@@ -3,6 +3,7 @@ and the everyday-text set (tests/data/everyday): its CoNLL file is the one
 its source builds, and the shipped offline model keeps its measured level
 with no rule broken."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,10 +110,10 @@ def test_the_default_model_on_the_everyday_set(default_model):
 # makes: text with {p} for the pronoun, and the two people's noun phrases;
 # each is read with "he" and with "she"
 TWO_PEOPLE = [
-    ("The mechanic met the nurse in the car park and gave {p} a folder .", ("The mechanic", "the nurse")),
-    ("The secretary thanked the builder and handed {p} the keys .", ("The secretary", "the builder")),
-    ("The pilot called the receptionist because {p} needed the flight list .", ("The pilot", "the receptionist")),
-    ("The housekeeper paid the electrician after {p} had fixed the lights .", ("The housekeeper", "the electrician")),
+    ("The mechanic met the nurse in the car park and gave {p} a folder.", ("The mechanic", "the nurse")),
+    ("The secretary thanked the builder and handed {p} the keys.", ("The secretary", "the builder")),
+    ("The pilot called the receptionist because {p} needed the flight list.", ("The pilot", "the receptionist")),
+    ("The housekeeper paid the electrician after {p} had fixed the lights.", ("The housekeeper", "the electrician")),
 ]
 
 
@@ -128,7 +129,7 @@ def test_the_default_model_decides_he_and_she_alike(default_model):
 
     def antecedent(text: str, pronoun: str) -> set:
         doc = default_model(text)
-        at = text.index(f" {pronoun} ") + 1
+        at = re.search(rf"\b{pronoun}\b", text).start()
         for _, group in numbered_clusters(doc):
             if any(m.start_char == at for m in group):
                 return {m.text for m in group if m.start_char != at}

@@ -118,11 +118,7 @@ def gender_swapped_doc(doc: Doc, words: Optional[List[str]] = None) -> Doc:
     """
     if words is None:
         words = swap_gender_words([token.text for token in doc])
-    spaces = [bool(token.whitespace_) for token in doc]
-    sent_starts: Optional[List[Union[bool, int, None]]] = None
-    if doc.has_annotation("SENT_START"):
-        sent_starts = [bool(token.is_sent_start) for token in doc]
-    new = Doc(doc.vocab, words=words, spaces=spaces, sent_starts=sent_starts)
+    new = _with_words(doc, words)
     for key, group in doc.spans.items():
         new.spans[key] = [Span(new, span.start, span.end, label=span.label, kb_id=span.kb_id) for span in group]
     new.user_data.update(copy.deepcopy(doc.user_data))
@@ -139,7 +135,11 @@ def gender_mirror_doc(doc: Doc) -> Doc:
     doc (Doc): the Doc.
     RETURNS (Doc): the mirror.
     """
-    words = swap_gender_words([token.text for token in doc], nouns=True, names=True)
+    return _with_words(doc, swap_gender_words([token.text for token in doc], nouns=True, names=True))
+
+
+def _with_words(doc: Doc, words: List[str]) -> Doc:
+    """A new Doc of these words with the Doc's whitespace and sentence starts."""
     sent_starts: Optional[List[Union[bool, int, None]]] = None
     if doc.has_annotation("SENT_START"):
         sent_starts = [bool(token.is_sent_start) for token in doc]
