@@ -5,7 +5,7 @@ with no rule, each rule alone and all rules, side by side: CoNLL F1 at the
 component's own decision, pronoun accuracy (scoring/pronouns.py), and the
 rule breaks left in the clusters.
 
-    python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...]
+    python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...] [--conditions "no rule;all rules (shipped)"]
 """
 
 import argparse
@@ -20,12 +20,14 @@ from spacy_memcoref.loading import load_pipeline
 from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     CLAUSE,
+    CONJUNCT_NAMES,
     COORDINATION,
     PRONOUNS,
     SENTENCE_PEOPLE,
     SPEAKER_NAMES,
     SPEAKERS,
     SYMBOL_TWINS,
+    THEY,
     TURN_VOICE,
     VOICE,
     WORD,
@@ -58,6 +60,11 @@ CONDITIONS = {
     f"{COORDINATION} alone": frozenset({COORDINATION}),
     f"all but {COORDINATION}": ALL_RULES - {COORDINATION},
     f"all but {SENTENCE_PEOPLE}": ALL_RULES - {SENTENCE_PEOPLE},
+    f"{CONJUNCT_NAMES} alone": frozenset({CONJUNCT_NAMES}),
+    f"all but {CONJUNCT_NAMES}": ALL_RULES - {CONJUNCT_NAMES},
+    f"{THEY} alone": frozenset({THEY}),
+    f"all but {THEY}": ALL_RULES - {THEY},
+    f"all but {CONJUNCT_NAMES}, {THEY}": ALL_RULES - {CONJUNCT_NAMES, THEY},
     "all rules (shipped)": ALL_RULES,
 }
 
@@ -72,7 +79,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
     parser.add_argument("gold", nargs="+")
+    parser.add_argument(
+        "--conditions",
+        help="semicolon-separated decodings to run (their labels in the table); default: all",
+        default="",
+    )
     args = parser.parse_args()
+    wanted = [c.strip() for c in args.conditions.split(";") if c.strip()]
+    unknown = [c for c in wanted if c not in CONDITIONS]
+    if unknown:
+        parser.error(f"unknown conditions {unknown}; known: {list(CONDITIONS)}")
     quiet()
     nlp = load_pipeline(args.model)  # a folder, a shipped model by name or stored folder
     _, pipe = coref_components(nlp)[0]
@@ -88,6 +104,8 @@ def main() -> None:
         predict_s = time.perf_counter() - started
         rows = []
         for label, rules in CONDITIONS.items():
+            if wanted and label not in wanted:
+                continue
             broken = {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
             started = time.perf_counter()
             for eg, prediction in zip(examples, predictions):

@@ -9,16 +9,19 @@ import spacy
 from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     CLAUSE,
+    CONJUNCT_NAMES,
     COORDINATION,
     PRONOUNS,
     SENTENCE_PEOPLE,
     SPEAKER_NAMES,
     SPEAKERS,
     SYMBOL_TWINS,
+    THEY,
     TURN_VOICE,
     VOICE,
     WORD,
     DocRules,
+    conflict,
     grapheme_boundaries,
     violations,
 )
@@ -151,8 +154,9 @@ def test_a_coordination_of_two_is_never_he_or_she():
     # "he" prefers the couple, then "her husband"
     prediction = _prediction(doc, spans, {3: [(1, 3.0)], 4: [(1, 4.0), (2, 3.0)]})
     decoder = S2EDecoder(0.0)
+    # (the THEY rule alone would refuse "he" too, through "They")
     assert ["My sister and her husband", "They", "he"] in _texts(
-        doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COORDINATION})
+        doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COORDINATION, THEY})
     )
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [
         ["My sister and her husband", "They"],
@@ -167,6 +171,43 @@ def test_a_coordination_of_two_is_never_he_or_she():
     ):
         assert not DocRules(NLP(text)).is_coordination((0, words - 1)), text
     assert DocRules(NLP("Tom and Anna")).is_coordination((0, 2))
+
+
+def test_a_couple_is_not_one_of_its_members_named_again():
+    # the everyday set's couple: the model put "Ian" (and so "his") with "Ian and Morag ... they"
+    doc = NLP("Ian and Morag are a retired couple , and they love it . Ian drove a bus , and his bus was red .")
+    ian, group, morag, they, ian2, his = (0, 0), (0, 2), (2, 2), (9, 9), (13, 13), (19, 19)
+    spans = [ian, group, morag, they, ian2, his]
+    # "Ian" again prefers the couple, then the first "Ian"; "his" prefers the second "Ian"
+    prediction = _prediction(doc, spans, {3: [(1, 3.0)], 4: [(1, 4.0), (0, 3.0)], 5: [(4, 5.0)]})
+    decoder = S2EDecoder(0.0)
+    # without the rule "Ian" joins the couple, and "his" (one person) can then join nothing
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CONJUNCT_NAMES})) == [
+        ["Ian and Morag", "they", "Ian"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Ian", "Ian", "his"], ["Ian and Morag", "they"]]
+    # a last name alone is one of them too; a name that is no conjunct's is not refused
+    rules = DocRules(NLP("Tomás Ferreira and Ingrid Holm met . Holm met Bo ."), frozenset({CONJUNCT_NAMES}))
+    group, holm, bo = rules.features((0, 4)), rules.features((7, 7)), rules.features((9, 9))
+    assert {"group-name:holm", "group-name:ferreira", "group-name:tomás"} <= group
+    assert conflict(group | holm) and not conflict(group | bo)
+    assert not any(f.startswith("group-name:the") for f in DocRules(NLP("The cat and the dog")).features((0, 4)))
+
+
+def test_they_is_never_he_or_she():
+    # "Kofi Mensah and his sister Abena ... They grew up ... He has said": they is the two, he is Kofi
+    doc = NLP("Kofi met Abena . They grew up in Kumasi . He ran .")
+    spans = [(0, 0), (2, 2), (4, 4), (10, 10)]  # Kofi, Abena, They, He
+    # "They" prefers Kofi; "He" prefers "They", then Kofi
+    prediction = _prediction(doc, spans, {2: [(0, 3.0)], 3: [(2, 4.0), (0, 3.5)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {THEY})) == [["Kofi", "They", "He"]]
+    # with the rule "He" takes Kofi's cluster only if "They" is not in it: the first link stands, "He" stays out
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Kofi", "They"]]
+    # singular they with a name (no he / she) is left alone
+    doc = NLP("Alex Kim runs the garden . They took over in 2019 .")
+    prediction = _prediction(doc, [(0, 1), (6, 6)], {1: [(0, 3.0)]})
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Alex Kim", "They"]]
 
 
 def test_one_cluster_never_holds_two_mentions_apart_by_a_symbol_only():

@@ -310,10 +310,18 @@ def test_every_token_a_rule_may_move_keeps_the_whole_memory():
     doc.spans["speakers"] = [doc[0 : len(doc) // 2], doc[len(doc) // 2 :]]
     doc.spans["speakers"][0].label_, doc.spans["speakers"][1].label_ = "A", "B"
     movable = set(movable_tokens(doc))
-    for rules in (ALL_RULES, frozenset({"speakers"}), frozenset({"coordination"}), frozenset({"pronouns"})):
+    for rules in (
+        ALL_RULES,
+        frozenset({"speakers"}),
+        frozenset({"coordination"}),
+        frozenset({"pronouns"}),
+        frozenset({"conjunct_names"}),
+        frozenset({"they"}),
+    ):
         featured = {t for t in range(len(doc)) if DocRules(doc, rules).features((t, t))}
         assert featured <= movable
-    assert movable == set(range(6, len(doc)))
+    # "Ann" and "Bob" (names a coordination holds), "They", and every pronoun of the list
+    assert movable == {0, 2, 4} | set(range(6, len(doc)))
 
 
 def test_the_shipped_petra_writes_vectors_of_its_cell_size():

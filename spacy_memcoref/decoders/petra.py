@@ -37,9 +37,11 @@ from .calibration import IDENTITY, calibrate, check_calibration
 from .constraints import (
     ALL_RULES,
     NO_FEATURES,
+    THIRD_PLURAL,
     WORD,
     DocRules,
     conflict,
+    conjunct_name_words,
     has_word_character,
     letter_parts,
     pronoun_features,
@@ -268,7 +270,10 @@ def movable_tokens(doc: Doc) -> List[int]:
 
     RETURNS (List[int]): their indices, in order.
     """
-    movable = {token.i for token in doc if pronoun_features(token.text)}
+    movable = {token.i for token in doc if pronoun_features(token.text) or token.text.lower() in THIRD_PLURAL}
+    # a name's words a coordination may hold (CONJUNCT_NAMES)
+    conjunct_words = conjunct_name_words(doc)
+    movable.update(token.i for token in doc if token.text.lower() in conjunct_words)
     if "speakers" not in doc.spans:
         # a letter's greeting and signature names (the VOICE rule's "you" and "I")
         for part in letter_parts(doc):

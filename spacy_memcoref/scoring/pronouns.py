@@ -15,10 +15,17 @@ from typing import Dict, Iterable, List, Tuple
 
 from spacy.training import Example
 
-from ..decoders.constraints import FEMININE, FIRST_PLURAL, FIRST_SINGULAR, INANIMATE, MASCULINE, SECOND
+from ..decoders.constraints import (
+    FEMININE,
+    FIRST_PLURAL,
+    FIRST_SINGULAR,
+    INANIMATE,
+    MASCULINE,
+    SECOND,
+    THIRD_PLURAL,
+)
 from ..doc_helpers.clusters import CLUSTER_PREFIX, numbered_clusters
 
-THIRD_PLURAL = frozenset({"they", "them", "their", "theirs", "themselves", "themself"})
 PRONOUNS = MASCULINE | FEMININE | FIRST_SINGULAR | FIRST_PLURAL | SECOND | INANIMATE | THIRD_PLURAL
 
 Span = Tuple[int, int]  # (start, end) token offsets, end exclusive
