@@ -459,6 +459,12 @@ PREDICATE_WORDS = frozenset(
 )
 
 
+def _is_conjunct_name_word(text: str) -> bool:
+    """A capitalised word that may name a conjunct: no determiner or pronoun
+    ("The", "His" open noun phrases)."""
+    return _is_name_word(text) and text.lower() not in DETERMINERS and text.lower() not in _ALL_PRONOUNS
+
+
 def conjunct_name_words(doc: Doc) -> FrozenSet[str]:
     """The lower-case name words (capitalised, no determiner or pronoun) at
     most NEST_REACH tokens from an "and" / "&": the words a coordination
@@ -469,9 +475,8 @@ def conjunct_name_words(doc: Doc) -> FrozenSet[str]:
     covered = -1
     for i in joins:
         for j in range(max(i - NEST_REACH, covered + 1), min(i + NEST_REACH + 1, len(doc))):
-            text = doc[j].text
-            if _is_name_word(text) and text.lower() not in DETERMINERS and text.lower() not in _ALL_PRONOUNS:
-                found.add(text.lower())
+            if _is_conjunct_name_word(doc[j].text):
+                found.add(doc[j].text.lower())
         covered = max(covered, i + NEST_REACH)
     return frozenset(found)
 
@@ -591,9 +596,16 @@ class DocRules:
         person's for he / she / I, two people's for a coordination
         (COORDINATION)."""
         start, end = span
-        letter = self._letter_feature(span) | self._speaker_name_feature(span) | self._conjunct_name_features(span)
+        coordination = (
+            start != end and bool(self.enabled & {COORDINATION, CONJUNCT_NAMES}) and self.is_coordination(span)
+        )
+        letter = (
+            self._letter_feature(span)
+            | self._speaker_name_feature(span)
+            | self._conjunct_name_features(span, coordination)
+        )
         if start != end:
-            if COORDINATION in self.enabled and self.is_coordination(span):
+            if COORDINATION in self.enabled and coordination:
                 return frozenset({"two-people"} | letter)
             return frozenset(letter)
         word = self.doc[start].text.strip().lower()
@@ -625,24 +637,20 @@ class DocRules:
                 found.add(f"{person}{VOICE_SEP}{self._turns[start]}.{self._quotation[start]}")
         return frozenset(found | letter)
 
-    def _conjunct_name_features(self, span: TokenSpan) -> Set[str]:
+    def _conjunct_name_features(self, span: TokenSpan, coordination: bool) -> Set[str]:
         """CONJUNCT_NAMES: a coordination's capitalised name words
         ("group-name:ian", "group-name:morag" of "Ian and Morag"), a name's
         words ("name:ian" of "Ian"): a cluster with both of one word holds the
         couple and one of them ("Ian and Morag ... they ... Ian spent his
-        working life"). Words that open a noun phrase ("The", "His") are no
-        name words. A name's words count only where a coordination may hold
+        working life"); `coordination`: whether the span is one
+        (`is_coordination`). A name's words count only where a coordination may hold
         them (`conjunct_name_words`), so few tokens get a feature."""
         if CONJUNCT_NAMES not in self.enabled:
             return set()
         start, end = span
-        if start != end and self.is_coordination(span):
+        if coordination:
             words = [self.doc[i].text for i in range(start, end + 1)]
-            return {
-                GROUP_NAME + w.lower()
-                for w in words
-                if _is_name_word(w) and w.lower() not in DETERMINERS and w.lower() not in _ALL_PRONOUNS
-            }
+            return {GROUP_NAME + w.lower() for w in words if _is_conjunct_name_word(w)}
         name = self._name_of(span)
         return {NAME_OF + w for w in name if w in self._conjunct_words} if name is not None else set()
 
