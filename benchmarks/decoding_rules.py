@@ -22,7 +22,9 @@ from spacy_memcoref.decoders.constraints import (
     CLAUSE,
     CONJUNCT_NAMES,
     COORDINATION,
+    PHRASE_CLAUSE,
     PRONOUNS,
+    PUNCT_EDGE,
     SENTENCE_PEOPLE,
     SPEAKER_NAMES,
     SPEAKERS,
@@ -65,6 +67,11 @@ CONDITIONS = {
     f"{THEY} alone": frozenset({THEY}),
     f"all but {THEY}": ALL_RULES - {THEY},
     f"all but {CONJUNCT_NAMES}, {THEY}": ALL_RULES - {CONJUNCT_NAMES, THEY},
+    f"{PHRASE_CLAUSE} alone": frozenset({PHRASE_CLAUSE}),
+    f"{PUNCT_EDGE} alone": frozenset({PUNCT_EDGE}),
+    f"all but {PHRASE_CLAUSE}": ALL_RULES - {PHRASE_CLAUSE},
+    f"all but {PUNCT_EDGE}": ALL_RULES - {PUNCT_EDGE},
+    f"all but {PHRASE_CLAUSE}, {PUNCT_EDGE}": ALL_RULES - {PHRASE_CLAUSE, PUNCT_EDGE},
     "all rules (shipped)": ALL_RULES,
 }
 

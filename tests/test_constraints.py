@@ -11,7 +11,9 @@ from spacy_memcoref.decoders.constraints import (
     CLAUSE,
     CONJUNCT_NAMES,
     COORDINATION,
+    PHRASE_CLAUSE,
     PRONOUNS,
+    PUNCT_EDGE,
     SENTENCE_PEOPLE,
     SPEAKER_NAMES,
     SPEAKERS,
@@ -145,6 +147,60 @@ def test_a_clause_candidate_gives_way_to_the_next_best_antecedent():
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CLAUSE}))
     assert ["she met Pierre Curie", "him"] in unruled
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Marie", "she", "She"], ["Pierre Curie", "him"]]
+
+
+def _span(doc, mention):
+    words = mention.split()
+    start = next(i for i in range(len(doc)) if [t.text for t in doc[i : i + len(words)]] == words)
+    return start, start + len(words) - 1
+
+
+@pytest.mark.parametrize(
+    "text, mention, clause",
+    [
+        ("The melon was ripe , but the apples were not , so we gave them away .", "the apples were not , so we", True),
+        ("Our old car had a dent .", "Our old car had a dent", True),
+        ("The apples were", "The apples were", True),
+        # noun phrases of OntoGUM's kind stay mentions
+        ("The man who was there left .", "The man who was there", False),
+        ("He was the most outstanding pupil he ever taught .", "the most outstanding pupil he ever taught", False),
+        ("It is a free will choice .", "a free will choice", False),
+        ("The man 's hat was red .", "The man 's hat", False),
+        ("The house where I was born is gone .", "The house where I was born", False),
+        ("This is hers .", "This is hers", False),  # no noun before the verb: left to the model
+    ],
+)
+def test_a_mention_is_not_a_noun_phrase_and_its_verb(text, mention, clause):
+    doc = NLP(text)
+    span = _span(doc, mention)
+    assert DocRules(doc).is_phrase_clause(span) is clause
+    assert DocRules(doc).is_mention(span) is not clause
+    assert DocRules(doc, ALL_RULES - {PHRASE_CLAUSE}).is_mention(span)  # the rule is what refuses it
+
+
+@pytest.mark.parametrize(
+    "mention, edge",
+    [("a new assistant , Tom ,", True), (", Tom", True), ("a new assistant , Tom", False), ("Tom", False)],
+)
+def test_a_mention_neither_starts_nor_ends_with_a_comma(mention, edge):
+    doc = NLP("Maria hired a new assistant , Tom , in May ; he answers the phones .")
+    span = _span(doc, mention)
+    assert DocRules(doc).is_mention(span) is not edge
+    assert DocRules(doc, ALL_RULES - {PUNCT_EDGE}).is_mention(span)  # the rule is what refuses it
+
+
+def test_an_apposition_with_its_comma_gives_way_to_the_apposition():
+    doc = NLP("Maria hired a new assistant , Tom , in May . He answers the phones .")
+    with_comma, without = _span(doc, "a new assistant , Tom ,"), _span(doc, "a new assistant , Tom")
+    he = _span(doc, "He")
+    spans = [(0, 0), without, with_comma, he]
+    # "He" prefers the span with the comma, then the apposition
+    prediction = _prediction(doc, spans, {3: [(2, 4.0), (1, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {PUNCT_EDGE})) == [
+        ["a new assistant , Tom ,", "He"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["a new assistant , Tom", "He"]]
 
 
 def test_a_coordination_of_two_is_never_he_or_she():
