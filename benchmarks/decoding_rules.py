@@ -23,6 +23,7 @@ from spacy_memcoref.decoders.constraints import (
     CONJUNCT_NAMES,
     COORDINATION,
     PHRASE_CLAUSE,
+    POSSESSOR,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -72,6 +73,8 @@ CONDITIONS = {
     f"all but {PHRASE_CLAUSE}": ALL_RULES - {PHRASE_CLAUSE},
     f"all but {PUNCT_EDGE}": ALL_RULES - {PUNCT_EDGE},
     f"all but {PHRASE_CLAUSE}, {PUNCT_EDGE}": ALL_RULES - {PHRASE_CLAUSE, PUNCT_EDGE},
+    f"{POSSESSOR} alone": frozenset({POSSESSOR}),
+    f"all but {POSSESSOR}": ALL_RULES - {POSSESSOR},
     "all rules (shipped)": ALL_RULES,
 }
 

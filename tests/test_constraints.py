@@ -12,6 +12,7 @@ from spacy_memcoref.decoders.constraints import (
     CONJUNCT_NAMES,
     COORDINATION,
     PHRASE_CLAUSE,
+    POSSESSOR,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -201,6 +202,22 @@ def test_an_apposition_with_its_comma_gives_way_to_the_apposition():
         ["a new assistant , Tom ,", "He"]
     ]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["a new assistant , Tom", "He"]]
+
+
+def test_a_possessive_is_never_the_mention_it_opens():
+    doc = NLP("Abena won the 200 metres . Her brother took up the 400 metres .")
+    abena, her, her_brother = (0, 0), (6, 6), (6, 7)
+    spans = [abena, her, her_brother]
+    # "Her" prefers Abena; "Her brother" prefers "Her" (and so Abena's cluster)
+    prediction = _prediction(doc, spans, {1: [(0, 4.0)], 2: [(1, 5.0), (0, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {POSSESSOR}))
+    assert unruled == [["Abena", "Her", "Her brother"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Abena", "Her"]]
+    # the features: only a one-word possessive and a mention it opens
+    rules = DocRules(doc)
+    assert conflict(set(rules.features(her)) | set(rules.features(her_brother)))
+    assert not conflict(set(rules.features(abena)) | set(rules.features(her_brother)))
 
 
 def test_a_coordination_of_two_is_never_he_or_she():

@@ -317,6 +317,7 @@ def test_every_token_a_rule_may_move_keeps_the_whole_memory():
         frozenset({"pronouns"}),
         frozenset({"conjunct_names"}),
         frozenset({"they"}),
+        frozenset({"possessor"}),
     ):
         featured = {t for t in range(len(doc)) if DocRules(doc, rules).features((t, t))}
         assert featured <= movable

@@ -84,6 +84,10 @@ groups, resolved text, entity records, `annotate`):
   forms; singular "they" for a person stays free against names and noun
   phrases. In OntoGUM's gold 4 of 3,895 train clusters (none of dev's 529)
   have both, all in speech;
+- **a possessive is not what it owns** (POSSESSOR): a possessive
+  determiner (my, your, his, her, its, our, their) as a mention never
+  shares a cluster with a mention it opens ("her" and "her brother"). No
+  cluster of OntoGUM's gold (3,895 train, 529 dev) has both;
 - **two people in one sentence**: two noun phrases (no pronoun) of one
   sentence, neither inside the other nor in apposition (apart by a comma,
   a bracket, a dash or a quote only), whose heads differ, never share a
@@ -114,6 +118,10 @@ THIRD_PLURAL = frozenset({"they", "them", "their", "theirs", "themselves", "them
 # "they" against he / she (the THEY rule): the two features that conflict
 THEY_FEATURE = "they"
 HE_SHE_FEATURE = "he-or-she"
+# a possessive determiner at token i, and a mention it opens (the POSSESSOR rule)
+POSSESSIVE_DETERMINERS = frozenset({"my", "your", "his", "her", "its", "our", "their"})
+OWNER_AT = "owner@"
+OWNED_AT = "owned@"
 
 # a pronoun's features; two features of one pair in one cluster conflict
 _FEATURES: Dict[str, FrozenSet[str]] = {}
@@ -175,6 +183,10 @@ def conflict(features: Set[str]) -> bool:
     """Whether a set of features (a cluster's) holds a conflicting pair: one
     of CONFLICTS, the "I" of two speakers, or a speaker's "I" and "you"."""
     if any(a in features and b in features for a, b in CONFLICTS):
+        return True
+    # a possessive and the mention it opens ("her" and "her brother"; POSSESSOR)
+    owners = {f[len(OWNER_AT) :] for f in features if f.startswith(OWNER_AT)}
+    if owners and any(f[len(OWNED_AT) :] in owners for f in features if f.startswith(OWNED_AT)):
         return True
     # a coordination's conjunct named again alone is one of the two (CONJUNCT_NAMES)
     named = {f[len(NAME_OF) :] for f in features if f.startswith(NAME_OF)}
@@ -348,6 +360,7 @@ PUNCT_EDGE = "punct_edge"  # a mention neither starts nor ends with a comma, sem
 COORDINATION = "coordination"  # "X and Y" never with he / she / I
 CONJUNCT_NAMES = "conjunct_names"  # "Tom and Anna" never with a name of one of them ("Anna")
 THEY = "they"  # they / them / their never with he / she and their forms
+POSSESSOR = "possessor"  # "her" of "her brother" is never "her brother"
 ALL_RULES: FrozenSet[str] = frozenset(
     {
         WORD,
@@ -364,6 +377,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         COORDINATION,
         CONJUNCT_NAMES,
         THEY,
+        POSSESSOR,
     }
 )
 
@@ -659,6 +673,8 @@ class DocRules:
             | self._speaker_name_feature(span)
             | self._conjunct_name_features(span, coordination)
         )
+        if POSSESSOR in self.enabled and self.doc[start].text.lower() in POSSESSIVE_DETERMINERS:
+            letter.add(f"{OWNER_AT if start == end else OWNED_AT}{start}")
         if start != end:
             if COORDINATION in self.enabled and coordination:
                 return frozenset({"two-people"} | letter)
