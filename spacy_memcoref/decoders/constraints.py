@@ -438,9 +438,7 @@ FINITE_VERBS = frozenset(
 # where a participle ("the cake made by ...") or a relative clause ("the
 # pupil he taught") keeps a noun phrase; "will", "can", "may", "must" are
 # nouns too ("a free will") and are left out
-PHRASE_VERBS = frozenset(
-    "is was were are am has had have did does do would could should shall".split()
-)
+PHRASE_VERBS = frozenset("is was were are am has had have did does do would could should shall".split())
 # what ends a noun phrase's head before a verb may come (a clause inside it)
 PHRASE_STOPS = frozenset({"and", "or", "where", "when", "while", "whose", "if", "because", "-", "--", "–", "—"})
 PUNCT_EDGES = frozenset({",", ";", ":"})
