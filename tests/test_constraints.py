@@ -49,6 +49,12 @@ def _prediction(doc, spans, choices):
     )
 
 
+def _span(doc, mention):
+    words = mention.split()
+    start = next(i for i in range(len(doc)) if [t.text for t in doc[i : i + len(words)]] == words)
+    return start, start + len(words) - 1
+
+
 def _texts(doc, clusters):
     return [[doc[s : e + 1].text for s, e in c] for c in clusters]
 
@@ -130,9 +136,7 @@ def test_a_mention_never_cuts_a_grapheme():
 )
 def test_a_mention_does_not_start_with_a_subject_and_its_verb(text, mention, clause):
     doc = NLP(text)
-    words = mention.split()
-    start = next(i for i in range(len(doc)) if [t.text for t in doc[i : i + len(words)]] == words)
-    span = (start, start + len(words) - 1)
+    span = _span(doc, mention)
     assert DocRules(doc).is_clause(span) is clause
     assert DocRules(doc).is_mention(span) is not clause
     assert DocRules(doc, ALL_RULES - {CLAUSE}).is_mention(span)  # the rule is what refuses it
@@ -148,12 +152,6 @@ def test_a_clause_candidate_gives_way_to_the_next_best_antecedent():
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CLAUSE}))
     assert ["she met Pierre Curie", "him"] in unruled
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Marie", "she", "She"], ["Pierre Curie", "him"]]
-
-
-def _span(doc, mention):
-    words = mention.split()
-    start = next(i for i in range(len(doc)) if [t.text for t in doc[i : i + len(words)]] == words)
-    return start, start + len(words) - 1
 
 
 @pytest.mark.parametrize(

@@ -442,9 +442,7 @@ PHRASE_VERBS = frozenset("is was were are am has had have did does do would coul
 # what ends a noun phrase's head before a verb may come (a clause inside it)
 PHRASE_STOPS = frozenset({"and", "or", "where", "when", "while", "whose", "if", "because", "-", "--", "–", "—"})
 PUNCT_EDGES = frozenset({",", ";", ":"})
-DETERMINERS = frozenset(
-    {"the", "a", "an", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their"}
-)
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"}) | POSSESSIVE_DETERMINERS
 
 # words after which a noun phrase's head has ended ("the fault in his gearbox")
 HEAD_ENDS = frozenset(
@@ -628,15 +626,16 @@ class DocRules:
         it a noun phrase ("the man who was there", "the pupil he ever
         taught")."""
         start, end = span
-        words = [self.doc[i].text for i in range(start, end + 1)]
-        if len(words) < 3 or words[0].lower() not in DETERMINERS:
+        doc = self.doc
+        # every candidate span comes here: the first token decides most
+        if end - start < 2 or doc[start].text.lower() not in DETERMINERS:
             return False
-        for i in range(1, len(words)):
-            word = words[i].lower()
+        for i in range(start + 1, end + 1):
+            word = doc[i].text.lower()
             if word in HEAD_ENDS or word in PHRASE_STOPS or word in _ALL_PRONOUNS:
                 return False
             if word in PHRASE_VERBS:
-                head = words[i - 1]
+                head = doc[i - 1].text
                 return head.isalpha() and head.islower() and head not in DETERMINERS
         return False
 
