@@ -79,6 +79,8 @@ S2E_HEAD_ARGS: Tuple[str, ...] = (
     "use_distance",
     "mention_loss_weight",
     "all_mentions_loss_weight",
+    "memory_loss_cells",
+    "memory_loss_mentions",
 )
 
 

@@ -301,6 +301,7 @@ def test_the_demo_runs_all_on_the_demo_variables(corpus):
             "petra_max_steps",
             "petra_eval_frequency",
             "num_cells",
+            "memory_cells",
             "visualize_limit",
             "s2e_package",
             "petra_package",
@@ -314,6 +315,7 @@ def test_the_demo_runs_all_on_the_demo_variables(corpus):
         "petra_max_steps": 20,
         "petra_eval_frequency": 10,
         "num_cells": 4,
+        "memory_cells": 8,
         "visualize_limit": 2,
         "s2e_package": f"memcoref_s2e_{corpus}_demo",
         "petra_package": "memcoref_petra_demo",
@@ -349,6 +351,7 @@ def test_var_defaults_are_the_configs_own_values():
         "petra_entities_max_steps",
         "petra_entities_eval_frequency",
         "num_cells",
+        "memory_cells",
     ):
         assert variables[name] == "config", name
     for path in sorted((REPO / "configs").glob("*.cfg")):
@@ -1160,6 +1163,11 @@ def test_demo_train_steps_pass_their_few_steps():
         ]  # the embedded MiniLM
     args = _train_argv(cmds["train-petra"]["script"][0])
     assert args[args.index("--components.memcoref_petra.model.num_cells") + 1] == str(variables["vars.num_cells"])
+    # the memory model's cells: the component reads through them and its loss trains for them
+    args = _train_argv(cmds["train-petra-entities"]["script"][0])
+    assert args[args.index("--components.memcoref.memory_cells") + 1] == str(variables["vars.memory_cells"])
+    trained = _trained_config(args)["components"]["memcoref"]
+    assert trained["memory_cells"] == trained["model"]["memory_loss_cells"] == variables["vars.memory_cells"]
 
 
 def test_train_wrapper_runs_spacy_train(tmp_path):

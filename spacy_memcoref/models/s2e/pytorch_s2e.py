@@ -144,6 +144,17 @@ class S2EHead(nn.Module):
         keeps meaning "a mention that corefers". On Docs without GUM's layer
         (clusters alone) it learns the cluster mentions. Training-only;
         0 builds no scorer.
+    memory_loss_cells (int), memory_loss_mentions (int): 0 (the default): the
+        antecedent loss is the paper's, over every preceding candidate.
+        N > 0: the loss of the bounded entity memory's decisions (the
+        component's memory_cells / memory_mentions, decoders.memory): each
+        candidate chooses among the entities a memory of N cells holds when
+        every earlier decision was the gold one (memory_targets), an entity
+        scored by its best pair score over the mentions its cell keeps, or
+        none (0: it starts an entity). So the head learns the choice the
+        memory makes when predicting, among the entities it still holds.
+        No parameters of their own: a pipeline trained either way loads
+        into the other.
 
     The arguments have no defaults: the builder (models.s2e.s2e_model.build_s2e)
     is their home.
@@ -164,8 +175,12 @@ class S2EHead(nn.Module):
         use_distance: bool,
         mention_loss_weight: float,
         all_mentions_loss_weight: float,
+        memory_loss_cells: int,
+        memory_loss_mentions: int,
     ) -> None:
         super().__init__()
+        self.memory_loss_cells = memory_loss_cells
+        self.memory_loss_mentions = memory_loss_mentions
         self.use_distance = use_distance
         self.mention_loss_weight = mention_loss_weight
         self.max_width = max_width
@@ -359,6 +374,8 @@ class S2EHead(nn.Module):
             loss = loss + self.mention_loss_weight * self._span_bce(
                 all_starts, all_ends, all_scores, clusters, n_tokens
             )
+        if self.memory_loss_cells > 0:
+            return loss + self._memory_loss(candidates, cluster_ids)
         for q0 in range(0, n_cand, self.chunk_size):
             q1 = min(n_cand, q0 + self.chunk_size)
             scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
@@ -370,6 +387,36 @@ class S2EHead(nn.Module):
             gold_mask = torch.cat([gold_pairs, no_gold], dim=1)
             gold_scores = all_scores.masked_fill(~gold_mask, NEG_INF)
             loss = loss + (torch.logsumexp(all_scores, 1) - torch.logsumexp(gold_scores, 1)).sum()
+        return loss
+
+    def _memory_loss(self, candidates: Tuple[Tensor, ...], cluster_ids: Tensor) -> Tensor:
+        """The bounded memory's choice under teacher forcing (memory_targets):
+        -log softmax of the gold choice among the held entities' scores (each
+        the best pair score over its cell's kept mentions) and none (0),
+        summed over the kept candidates. A gold cell whose kept mentions are
+        all outside the antecedent window counts as none."""
+        from .memory_targets import NONE, memory_targets
+
+        starts, ends, mention_scores, queries, keys, speakers = candidates
+        held, target = memory_targets(cluster_ids.tolist(), self.memory_loss_cells, self.memory_loss_mentions)
+        held, target = held.to(starts.device), target.to(starts.device)
+        n_cand = starts.shape[0]
+        loss = mention_scores.new_zeros(())
+        for q0 in range(0, n_cand, self.chunk_size):
+            q1 = min(n_cand, q0 + self.chunk_size)
+            scores, lo = self._antecedent_chunk(queries, keys, mention_scores, speakers, q0, q1, starts, ends)
+            rows = held[q0:q1]  # [q, cells, mentions]
+            present = (rows != NONE) & (rows >= lo)
+            columns = (rows - lo).clamp(min=0).flatten(1)  # [q, cells * mentions]
+            picked = scores.gather(1, columns).view(rows.shape)
+            picked = picked.masked_fill(~present, NEG_INF)
+            cell_scores = picked.max(dim=2).values  # [q, cells]: NEG_INF for an empty cell
+            all_scores = torch.cat([cell_scores, cell_scores.new_zeros((q1 - q0, 1))], dim=1)
+            gold = target[q0:q1].clone()
+            chosen = all_scores.gather(1, gold.clamp(min=0)[:, None]).squeeze(1)
+            gold[(gold == NONE) | (chosen < NEG_INF / 2)] = all_scores.shape[1] - 1
+            gold_scores = all_scores.gather(1, gold[:, None]).squeeze(1)
+            loss = loss + (torch.logsumexp(all_scores, 1) - gold_scores).sum()
         return loss
 
     def _span_bce(self, starts: Tensor, ends: Tensor, scores: Tensor, positives: Clusters, n_tokens: int) -> Tensor:

@@ -78,6 +78,8 @@ def build_s2e(
     frozen_cache_mb: int = DEFAULT_FROZEN_CACHE_MB,
     frozen_cache_dir: Optional[str] = None,
     all_mentions_loss_weight: float = 0.0,
+    memory_loss_cells: int = 0,
+    memory_loss_mentions: int = 8,
     # removed (REMOVED_OPTIONS): taken at their defaults only, so that saved pipelines load
     learn_link_bias: bool = False,
     singletons_as_mentions: bool = False,
@@ -123,6 +125,12 @@ def build_s2e(
         doc.spans["gum_mentions"] (convert with --gum-entities) give it
         every GUM mention, others their cluster mentions. A trained pipeline
         predicts without it, at the same speed.
+    memory_loss_cells (int), memory_loss_mentions (int): 0 (the default):
+        the paper's antecedent loss over every preceding candidate; N > 0:
+        the loss of a bounded entity memory's decisions, with N cells that
+        keep memory_loss_mentions mentions each (pytorch_s2e.S2EHead): set
+        them as the component's memory_cells and memory_mentions, which
+        read the model through that memory when predicting.
     learn_link_bias, singletons_as_mentions, entity_type_loss_weight,
         infstat_loss_weight, span_head_attention: removed options
         (REMOVED_OPTIONS), taken at their defaults only, where saved
@@ -151,6 +159,14 @@ def build_s2e(
     except ValueError as err:
         raise ValueError(f"spacy_memcoref.S2E.v1: {err}") from None
     _check(all_mentions_loss_weight >= 0, f"all_mentions_loss_weight must be >= 0, got {all_mentions_loss_weight!r}")
+    for size_name, size, minimum in (
+        ("memory_loss_cells", memory_loss_cells, 0),
+        ("memory_loss_mentions", memory_loss_mentions, 1),
+    ):
+        _check(
+            isinstance(size, int) and not isinstance(size, bool) and size >= minimum,
+            f"{size_name} must be an integer >= {minimum}, got {size!r}",
+        )
     removed = {
         "learn_link_bias": learn_link_bias,
         "singletons_as_mentions": singletons_as_mentions,
@@ -178,6 +194,8 @@ def build_s2e(
         use_distance=use_distance,
         mention_loss_weight=mention_loss_weight,
         all_mentions_loss_weight=all_mentions_loss_weight,
+        memory_loss_cells=memory_loss_cells,
+        memory_loss_mentions=memory_loss_mentions,
     )
 
     def make_head_input(doc: Doc, tokens, mirror=None) -> S2EDocument:
