@@ -22,6 +22,7 @@ from spacy_memcoref.decoders.constraints import (
     CLAUSE,
     CONJUNCT_NAMES,
     COORDINATION,
+    GENDERED_NOUNS,
     PHRASE_CLAUSE,
     POSSESSOR,
     PRONOUNS,
@@ -75,6 +76,8 @@ CONDITIONS = {
     f"all but {PHRASE_CLAUSE}, {PUNCT_EDGE}": ALL_RULES - {PHRASE_CLAUSE, PUNCT_EDGE},
     f"{POSSESSOR} alone": frozenset({POSSESSOR}),
     f"all but {POSSESSOR}": ALL_RULES - {POSSESSOR},
+    f"{GENDERED_NOUNS} alone": frozenset({GENDERED_NOUNS}),
+    f"all but {GENDERED_NOUNS}": ALL_RULES - {GENDERED_NOUNS},
     "all rules (shipped)": ALL_RULES,
 }
 

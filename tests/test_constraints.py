@@ -13,6 +13,7 @@ from spacy_memcoref.decoders.constraints import (
     COORDINATION,
     PHRASE_CLAUSE,
     POSSESSOR,
+    GENDERED_NOUNS,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -203,19 +204,40 @@ def test_an_apposition_with_its_comma_gives_way_to_the_apposition():
 
 
 def test_a_possessive_is_never_the_mention_it_opens():
-    doc = NLP("Abena won the 200 metres . Her brother took up the 400 metres .")
-    abena, her, her_brother = (0, 0), (6, 6), (6, 7)
-    spans = [abena, her, her_brother]
-    # "Her" prefers Abena; "Her brother" prefers "Her" (and so Abena's cluster)
+    doc = NLP("Abena won the 200 metres . Her coach took up the 400 metres .")
+    abena, her, her_coach = (0, 0), (6, 6), (6, 7)
+    spans = [abena, her, her_coach]
+    # "Her" prefers Abena; "Her coach" prefers "Her" (and so Abena's cluster)
     prediction = _prediction(doc, spans, {1: [(0, 4.0)], 2: [(1, 5.0), (0, 2.0)]})
     decoder = S2EDecoder(0.0)
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {POSSESSOR}))
-    assert unruled == [["Abena", "Her", "Her brother"]]
+    assert unruled == [["Abena", "Her", "Her coach"]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Abena", "Her"]]
     # the features: only a one-word possessive and a mention it opens
     rules = DocRules(doc)
-    assert conflict(set(rules.features(her)) | set(rules.features(her_brother)))
-    assert not conflict(set(rules.features(abena)) | set(rules.features(her_brother)))
+    assert conflict(set(rules.features(her)) | set(rules.features(her_coach)))
+    assert not conflict(set(rules.features(abena)) | set(rules.features(her_coach)))
+
+
+def test_a_noun_of_one_gender_is_never_a_pronoun_or_noun_of_the_other():
+    doc = NLP("Marie was born in Warsaw . She adored her father , Wladyslaw , and he encouraged his daughter .")
+    marie, she, her_father, he, his_daughter = (0, 0), (6, 6), (8, 11), (14, 14), (16, 17)
+    spans = [marie, she, her_father, he, his_daughter]
+    # "her father" prefers "She"; "he" prefers "her father"; "his daughter" Marie
+    prediction = _prediction(doc, spans, {1: [(0, 5.0)], 2: [(1, 4.0)], 3: [(2, 5.0)], 4: [(0, 3.0), (3, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {GENDERED_NOUNS}))
+    assert unruled == [["Marie", "She", "her father , Wladyslaw", "his daughter"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [
+        ["Marie", "She", "his daughter"],
+        ["her father , Wladyslaw", "he"],
+    ]
+    # the head, behind a name or a title; no feature for names and ungendered nouns
+    rules = DocRules(NLP("his sister Abena Mensah , Mr. Lee , the king 's daughter , Ann , the teacher"))
+    assert rules.features((0, 3)) == {"feminine", "owned@0"}  # (and the possessive's, POSSESSOR)
+    assert rules.features((5, 6)) == {"masculine"}
+    assert rules.features((8, 11)) == {"feminine"}
+    assert rules.features((13, 13)) == frozenset() and rules.features((15, 16)) == frozenset()
 
 
 def test_a_coordination_of_two_is_never_he_or_she():
