@@ -23,6 +23,7 @@ from spacy_memcoref.decoders.constraints import (
     CONJUNCT_NAMES,
     COORDINATION,
     GENDERED_NOUNS,
+    OBJECT,
     PHRASE_CLAUSE,
     POSSESSOR,
     PRONOUNS,
@@ -78,6 +79,8 @@ CONDITIONS = {
     f"all but {POSSESSOR}": ALL_RULES - {POSSESSOR},
     f"{GENDERED_NOUNS} alone": frozenset({GENDERED_NOUNS}),
     f"all but {GENDERED_NOUNS}": ALL_RULES - {GENDERED_NOUNS},
+    f"{OBJECT} alone": frozenset({OBJECT}),
+    f"all but {OBJECT}": ALL_RULES - {OBJECT},
     "all rules (shipped)": ALL_RULES,
 }
 

@@ -14,6 +14,7 @@ from spacy_memcoref.decoders.constraints import (
     PHRASE_CLAUSE,
     POSSESSOR,
     GENDERED_NOUNS,
+    OBJECT,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -238,6 +239,28 @@ def test_a_noun_of_one_gender_is_never_a_pronoun_or_noun_of_the_other():
     assert rules.features((5, 6)) == {"masculine"}
     assert rules.features((8, 11)) == {"feminine"}
     assert rules.features((13, 13)) == frozenset() and rules.features((15, 16)) == frozenset()
+
+
+def test_a_verbs_object_pronoun_is_not_its_subject():
+    doc = NLP("Ann hired Lena . The assistant thanked her . Lena loves her work , and Ann has met them .")
+    ann, lena, assistant, her, lena2, her2 = (0, 0), (2, 2), (4, 5), (7, 7), (9, 9), (11, 11)
+    spans = [ann, lena, assistant, her, lena2, her2]
+    # "The assistant" prefers Lena; "her" prefers "The assistant"; the possessive "her" prefers "Lena"
+    prediction = _prediction(doc, spans, {2: [(1, 4.0)], 3: [(2, 5.0), (0, 3.0)], 4: [(1, 4.0)], 5: [(4, 4.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {OBJECT}))
+    assert unruled == [["Lena", "The assistant", "her", "Lena", "her"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [
+        ["Ann", "her"],
+        ["Lena", "The assistant", "Lena", "her"],
+    ]
+    # an auxiliary before the verb; no pair where a noun follows "her" or no verb stands between
+    rules = DocRules(doc)
+    assert conflict(set(rules.features((15, 15))) | set(rules.features((18, 18))))
+    assert not conflict(set(rules.features((9, 9))) | set(rules.features((11, 11))))
+    other = DocRules(NLP("Tom sat with him . Tom and him"))
+    assert not conflict(set(other.features((0, 0))) | set(other.features((3, 3))))
+    assert not conflict(set(other.features((5, 5))) | set(other.features((7, 7))))
 
 
 def test_a_coordination_of_two_is_never_he_or_she():
