@@ -24,6 +24,7 @@ from spacy_memcoref.decoders.constraints import (
     COORDINATION,
     GENDERED_NOUNS,
     OBJECT,
+    CHAT_NAMES,
     PHRASE_CLAUSE,
     POSSESSOR,
     PRONOUNS,
@@ -81,6 +82,7 @@ CONDITIONS = {
     f"all but {GENDERED_NOUNS}": ALL_RULES - {GENDERED_NOUNS},
     f"{OBJECT} alone": frozenset({OBJECT}),
     f"all but {OBJECT}": ALL_RULES - {OBJECT},
+    f"all but {CHAT_NAMES}": ALL_RULES - {CHAT_NAMES},
     "all rules (shipped)": ALL_RULES,
 }
 

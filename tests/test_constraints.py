@@ -15,6 +15,7 @@ from spacy_memcoref.decoders.constraints import (
     POSSESSOR,
     GENDERED_NOUNS,
     OBJECT,
+    CHAT_NAMES,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -261,6 +262,30 @@ def test_a_verbs_object_pronoun_is_not_its_subject():
     other = DocRules(NLP("Tom sat with him . Tom and him"))
     assert not conflict(set(other.features((0, 0))) | set(other.features((3, 3))))
     assert not conflict(set(other.features((5, 5))) | set(other.features((7, 7))))
+
+
+def test_in_a_chat_a_name_no_speaker_has_is_neither_speaker():
+    from spacy.tokens import Span
+
+    doc = NLP("Grace : Hi Daniel , Ama says she left it . Daniel : Let me look . Grace : Thank you !")
+    turns = [(0, 11, "Grace"), (11, 17, "Daniel"), (17, 22, "Grace")]
+    doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns]
+    spans = [(5, 5), (7, 7), (14, 14), (20, 20)]  # Ama, she, me, you
+    # "she" prefers Ama; Daniel's "me" prefers Ama too; Grace's "you" prefers "me" (Daniel)
+    prediction = _prediction(doc, spans, {1: [(0, 4.0)], 2: [(0, 2.0)], 3: [(2, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CHAT_NAMES}))
+    assert unruled == [["Ama", "she", "me"]]  # (Grace's "you" is not her "she": TURN_VOICE)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Ama", "she"], ["me", "you"]]
+    # left alone: a speaker's name ("Daniel"), its short form, a name said to someone, one opening a sentence
+    rules = DocRules(doc)
+    assert not rules._chat_third_name_feature((3, 3))
+    sentences = spacy.blank("en")
+    sentences.add_pipe("sentencizer")
+    other = sentences("Grace : Dan , come . Guys , hi . Daniel : Ok .")
+    other.spans["speakers"] = [Span(other, 0, 10, label="Grace"), Span(other, 10, 14, label="Daniel")]
+    other_rules = DocRules(other)
+    assert not other_rules._chat_third_name_feature((2, 2)) and not other_rules._chat_third_name_feature((6, 6))
 
 
 def test_a_coordination_of_two_is_never_he_or_she():
