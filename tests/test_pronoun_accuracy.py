@@ -19,9 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 # the default model measured 64.8% (259 of 400) when it shipped, 76.1% (337
 # of 443) with the speaker rules of 2026-12-04, 75.2% (333) with the gender
 # mirror of 2026-12-06, 78.6% (348) with the conjunct_names and they rules
-# and the set's appositions as OntoGUM marks them (the same day); issue 60's
-# goal is 90%, which it does not reach
-DEFAULT_EVERYDAY_FLOOR = 0.77
+# and the set's appositions as OntoGUM marks them (the same day), 81.3% (360)
+# with the possessor, gendered_nouns, object and chat_names rules (session
+# 36); issue 60's goal is 90%, which it does not reach
+DEFAULT_EVERYDAY_FLOOR = 0.80
 EVERYDAY = REPO / "tests" / "data" / "everyday"
 
 
@@ -87,15 +88,16 @@ def _on_the_everyday_set(nlp):
 
 def test_the_offline_model_on_the_everyday_set():
     """The shipped s2e-ontogum on the 52 texts: at least the pronoun accuracy
-    measured (67.5% since the set's appositions follow OntoGUM, which this
-    model often splits; 69.8% on the set before, with the gender mirror;
+    measured (72.0% with the rules of session 36; 67.5% since the set's
+    appositions follow OntoGUM, which this model often splits; 69.8% on the
+    set before, with the gender mirror;
     57.2% when the set was made; benchmarks/RESULTS.md; a floor a little
     under it), no mention without a letter or that is a clause, no cluster
     with pronouns that cannot corefer."""
     import spacy_memcoref
 
     score, broken = _on_the_everyday_set(spacy_memcoref.load("s2e-ontogum"))
-    assert score.total >= 300 and score.accuracy >= 0.66, (score.correct, score.total)
+    assert score.total >= 300 and score.accuracy >= 0.70, (score.correct, score.total)
     assert broken == {"non_word": 0, "clause": 0, "pronoun_conflict": 0, "symbol_twins": 0, "sentence_people": 0}
 
 
