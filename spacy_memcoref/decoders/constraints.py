@@ -831,15 +831,9 @@ class DocRules:
         ("Abena", "John Lee"), the word that opens the name."""
         if GENDERED_NOUNS not in self.enabled:
             return set()
-        start, end = span
+        start = span[0]
         doc = self.doc
-        head = end
-        for i in range(start + 1, end + 1):
-            if doc[i].text.lower() in HEAD_ENDS:
-                head = i - 1
-                break
-        if head > start and doc[head].text.lower() in POSSESSIVE:
-            head -= 1
+        head = self.head(span)
         word = doc[head].text.lower()
         while (
             head > start
@@ -995,6 +989,21 @@ class DocRules:
         opens = start == 0 or bool(doc[start].is_sent_start) or "\n" in doc[start - 1].text_with_ws
         return not ((opens and after == ",") or (before == "," and after in (",", "!", "?", ".")))
 
+    def head(self, span: TokenSpan) -> int:
+        """A noun phrase's head token: the last word before a preposition, a
+        relative word or a comma (HEAD_ENDS), else its last word, less a
+        possessive 's."""
+        start, end = span
+        doc = self.doc
+        head = end
+        for i in range(start + 1, end + 1):
+            if doc[i].text.lower() in HEAD_ENDS:
+                head = i - 1
+                break
+        if head > start and doc[head].text.lower() in POSSESSIVE:
+            head -= 1
+        return head
+
     def description(self, span: TokenSpan) -> Optional[Tuple[int, str]]:
         """(sentence index, head word) of a noun-phrase mention; None for a
         pronoun, without sentence boundaries, or with the rule off."""
@@ -1006,14 +1015,7 @@ class DocRules:
             return None
         if doc[start].text.lower() not in DESCRIPTION_STARTS or start == end:
             return None
-        head = end
-        for i in range(start + 1, end + 1):
-            if doc[i].text.lower() in HEAD_ENDS:
-                head = i - 1
-                break
-        if head > start and doc[head].text.lower() in POSSESSIVE:
-            head -= 1
-        return self._sentence[start], doc[head].text.lower()
+        return self._sentence[start], doc[self.head(span)].text.lower()
 
     def distinct_in_sentence(self, a: TokenSpan, b: TokenSpan) -> bool:
         """Whether two noun-phrase mentions are two of one sentence that
