@@ -149,6 +149,22 @@ def make_examples(nlp) -> list:
     return examples
 
 
+def conll_f1(nlp, examples) -> float:
+    """nlp's CoNLL F1 on the Examples' reference clusters (the project's
+    scorer), each text read from its words."""
+    from spacy.tokens import Doc
+
+    from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
+
+    evaluator = CorefEvaluator()
+    for eg in examples:
+        doc = nlp(Doc(nlp.vocab, words=[t.text for t in eg.reference]))
+        key = [[(s.start, s.end - 1) for s in eg.reference.spans[k]] for k in eg.reference.spans]
+        response = [[(s.start, s.end - 1) for s in doc.spans[k]] for k in doc.spans]
+        evaluator.add_document(key, response)
+    return evaluator.scores()["coref_conll_f"]
+
+
 def spans_of(doc) -> dict:
     """A Doc's span groups as {key: [(start, end), ...]} (token offsets)."""
     return {key: [(s.start, s.end) for s in group] for key, group in doc.spans.items()}

@@ -16,8 +16,7 @@ from spacy_memcoref.decoders.memory import COREF, OVERWRITE, read_memory
 from spacy_memcoref.models.s2e.memory_targets import NONE, memory_targets
 from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
 
-from conftest import make_examples, overfit_s2e, s2e_config, s2e_head_args
-from test_s2e import conll_f1
+from conftest import conll_f1, make_examples, overfit_s2e, s2e_config, s2e_head_args
 
 
 def test_targets_by_hand():

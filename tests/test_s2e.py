@@ -18,9 +18,8 @@ from thinc.api import Adam, fix_random_seed
 
 from spacy_memcoref.decoders.s2e import clusters_from_links
 from spacy_memcoref.models.s2e.pytorch_s2e import S2EDocument, S2EHead
-from spacy_memcoref.scoring.coref_metrics import CorefEvaluator
 
-from conftest import assert_disk_round_trip, make_examples, s2e_config, s2e_head_args, spans_of
+from conftest import assert_disk_round_trip, conll_f1, make_examples, s2e_config, s2e_head_args, spans_of
 
 # trained_nlp (conftest): the pipeline overfit on the three TRAIN documents
 
@@ -165,16 +164,6 @@ def test_clusters_from_links():
 
 
 # ----- the component ------------------------------------------------------------
-
-
-def conll_f1(nlp, examples):
-    evaluator = CorefEvaluator()
-    for eg in examples:
-        doc = nlp(Doc(nlp.vocab, words=[t.text for t in eg.reference]))
-        key = [[(s.start, s.end - 1) for s in eg.reference.spans[k]] for k in eg.reference.spans]
-        response = [[(s.start, s.end - 1) for s in doc.spans[k]] for k in doc.spans]
-        evaluator.add_document(key, response)
-    return evaluator.scores()["coref_conll_f"]
 
 
 def test_loss_falls_and_overfits_three_documents(trained_nlp):
