@@ -25,6 +25,7 @@ from spacy_memcoref.decoders.constraints import (
     GENDERED_NOUNS,
     OBJECT,
     CHAT_NAMES,
+    TURN_LABEL,
     PHRASE_CLAUSE,
     POSSESSOR,
     PRONOUNS,
@@ -83,6 +84,7 @@ CONDITIONS = {
     f"{OBJECT} alone": frozenset({OBJECT}),
     f"all but {OBJECT}": ALL_RULES - {OBJECT},
     f"all but {CHAT_NAMES}": ALL_RULES - {CHAT_NAMES},
+    f"all but {TURN_LABEL}": ALL_RULES - {TURN_LABEL},
     "all rules (shipped)": ALL_RULES,
 }
 

@@ -16,6 +16,7 @@ from spacy_memcoref.decoders.constraints import (
     GENDERED_NOUNS,
     OBJECT,
     CHAT_NAMES,
+    TURN_LABEL,
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
@@ -286,6 +287,30 @@ def test_in_a_chat_a_name_no_speaker_has_is_neither_speaker():
     other.spans["speakers"] = [Span(other, 0, 10, label="Grace"), Span(other, 10, 14, label="Daniel")]
     other_rules = DocRules(other)
     assert not other_rules._chat_third_name_feature((2, 2)) and not other_rules._chat_third_name_feature((6, 6))
+
+
+def test_a_mention_is_a_turns_label_alone_or_stays_out_of_it():
+    from spacy_memcoref.doc_helpers.transcripts import find_transcript_speakers
+
+    doc = NLP("Grace: Hi Daniel, Ama says she left it.\nDaniel: Let me look.\nGrace: Thank you!")
+    assert find_transcript_speakers(doc)
+    grace_hi_daniel, she, grace_label, daniel, across = (0, 3), (7, 7), (0, 0), (3, 3), (9, 13)
+    spans = [grace_hi_daniel, daniel, she, across]
+    # "she" prefers the span that takes in Grace's label
+    prediction = _prediction(doc, spans, {2: [(0, 4.0)]})
+    decoder = S2EDecoder(0.0)
+    unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {TURN_LABEL}))
+    assert unruled == [["Grace: Hi Daniel", "she"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == []
+    rules = DocRules(doc)
+    assert rules.is_mention(grace_label) and rules.is_mention(daniel) and rules.is_mention((12, 12))
+    assert not rules.is_mention(grace_hi_daniel) and not rules.is_mention(across) and not rules.is_mention((12, 13))
+    # speakers without labels in the text (a corpus's column) change nothing
+    from spacy.tokens import Span
+
+    plain = NLP("Hi Daniel , Ama says she left it .")
+    plain.spans["speakers"] = [Span(plain, 0, 9, label="Grace")]
+    assert DocRules(plain).is_mention((0, 1))
 
 
 def test_a_coordination_of_two_is_never_he_or_she():

@@ -58,6 +58,11 @@ groups, resolved text, entity records, `annotate`):
   sentence ("Guys"). OntoGUM's gold breaks it in 4 of 3,895 train clusters
   (a customer named on the phone, a surname, two nicknames) and 0 of 529
   dev;
+- **a turn's label is its speaker's name** (TURN_LABEL): where a turn's
+  text opens with its speaker's name and a colon (a pasted chat, doc_helpers
+  .transcripts), a mention is that name alone or stays out of it: "Grace:
+  Hi Daniel" is no mention. Corpora whose speakers are a column (OntoGUM's)
+  have no such label in the text;
 - **no mention twice by a symbol**: one cluster never holds two nested
   mentions whose difference holds no letter or digit ("Bob" and "Bob 👨");
 - **a mention is no clause**: a mention of two or more words does not
@@ -129,6 +134,7 @@ Whether a candidate may join a cluster depends on the whole cluster (a
 link against the cluster it would join, in text order.
 """
 
+import bisect
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
@@ -395,6 +401,7 @@ POSSESSOR = "possessor"  # "her" of "her brother" is never "her brother"
 GENDERED_NOUNS = "gendered_nouns"  # "her father", "Mr. Lee" are masculine: never with she / her, "his daughter"
 OBJECT = "object"  # a verb's object pronoun is not its subject ("The assistant thanked her")
 CHAT_NAMES = "chat_names"  # in a chat whose speakers are named, a name no speaker has is no speaker's I or you
+TURN_LABEL = "turn_label"  # a mention is a turn's "Name:" label alone or stays out of it ("Grace: Hi Daniel")
 ALL_RULES: FrozenSet[str] = frozenset(
     {
         WORD,
@@ -415,6 +422,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         GENDERED_NOUNS,
         OBJECT,
         CHAT_NAMES,
+        TURN_LABEL,
     }
 )
 
@@ -675,6 +683,16 @@ class DocRules:
         self._conjunct_words: FrozenSet[str] = (
             conjunct_name_words(doc) if CONJUNCT_NAMES in self.enabled else frozenset()
         )
+        # TURN_LABEL: each turn whose text opens with its speaker's name and a colon, as a pasted chat's
+        # do: the name's first token and the colon's, in text order
+        self._label_starts: List[int] = []
+        self._label_colons: List[int] = []
+        if TURN_LABEL in self.enabled and "speakers" in doc.spans:
+            for turn in sorted(doc.spans["speakers"], key=lambda t: t.start):
+                colon = turn.start + len(doc[turn.start : turn.end].text.split(":", 1)[0].split())
+                if colon < turn.end and doc[colon].text == ":" and doc[turn.start : colon].text == turn.label_:
+                    self._label_starts.append(turn.start)
+                    self._label_colons.append(colon)
         # OBJECT: each object pronoun's verb's possible subject ends, and those ends
         self._bound: Dict[int, List[int]] = object_subject_ends(doc) if OBJECT in self.enabled else {}
         self._binders: Set[int] = {k for ends in self._bound.values() for k in ends}
@@ -684,6 +702,8 @@ class DocRules:
 
     def is_mention(self, span: TokenSpan) -> bool:
         """Whether the tokens start..end (inclusive) may be a mention."""
+        if self._label_colons and self.crosses_turn_label(span):
+            return False
         if CLAUSE in self.enabled and self.is_clause(span):
             return False
         if PHRASE_CLAUSE in self.enabled and self.is_phrase_clause(span):
@@ -691,6 +711,19 @@ class DocRules:
         if PUNCT_EDGE in self.enabled and self.is_punct_edged(span):
             return False
         return WORD not in self.enabled or self.is_word(span)
+
+    def crosses_turn_label(self, span: TokenSpan) -> bool:
+        """Whether a mention takes in part of a turn's written label ("Grace :"
+        of a pasted chat) without being its name alone (TURN_LABEL)."""
+        start, end = span
+        k = bisect.bisect_left(self._label_colons, start)  # the first label colon at or after start
+        if k == len(self._label_colons):
+            return False
+        colon = self._label_colons[k]
+        name_start = self._label_starts[k]
+        if end < name_start:
+            return False
+        return not (start >= name_start and end < colon)
 
     def is_word(self, span: TokenSpan) -> bool:
         """Whether a mention is a word (the WORD rule): a letter or digit, no
