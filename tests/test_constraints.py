@@ -265,19 +265,34 @@ def test_a_verbs_object_pronoun_is_not_its_subject():
     assert not conflict(set(other.features((5, 5))) | set(other.features((7, 7))))
 
 
+def test_in_a_chat_of_two_ones_i_is_the_others_you_and_not_their_she():
+    from spacy.tokens import Span
+
+    doc = NLP("Anna : She called again . Ben : I know , I told you .")
+    doc.spans["speakers"] = [Span(doc, 0, 6, label="Anna"), Span(doc, 6, 15, label="Ben")]
+    spans = [(2, 2), (8, 8), (13, 13)]  # She (Anna's), I (Ben's), you (Ben's: Anna)
+    # Ben's "I" prefers Anna's "She"
+    prediction = _prediction(doc, spans, {1: [(0, 3.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {TURN_VOICE})) == [["She", "I"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == []
+    rules = DocRules(doc)
+    assert "you~sAnna.0" in rules.features((8, 8)) and "I~sAnna.0" in rules.features((13, 13))
+
+
 def test_in_a_chat_a_name_no_speaker_has_is_neither_speaker():
     from spacy.tokens import Span
 
     doc = NLP("Grace : Hi Daniel , Ama says she left it . Daniel : Let me look . Grace : Thank you !")
     turns = [(0, 11, "Grace"), (11, 17, "Daniel"), (17, 22, "Grace")]
     doc.spans["speakers"] = [Span(doc, s, e, label=label) for s, e, label in turns]
-    spans = [(5, 5), (7, 7), (14, 14), (20, 20)]  # Ama, she, me, you
-    # "she" prefers Ama; Daniel's "me" prefers Ama too; Grace's "you" prefers "me" (Daniel)
-    prediction = _prediction(doc, spans, {1: [(0, 4.0)], 2: [(0, 2.0)], 3: [(2, 3.0)]})
+    spans = [(5, 5), (14, 14), (20, 20)]  # Ama, me, you
+    # Daniel's "me" prefers Ama; Grace's "you" prefers "me" (Daniel)
+    prediction = _prediction(doc, spans, {1: [(0, 2.0)], 2: [(1, 3.0)]})
     decoder = S2EDecoder(0.0)
     unruled = _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CHAT_NAMES}))
-    assert unruled == [["Ama", "she", "me"]]  # (Grace's "you" is not her "she": TURN_VOICE)
-    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Ama", "she"], ["me", "you"]]
+    assert unruled == [["Ama", "me", "you"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["me", "you"]]
     # left alone: a speaker's name ("Daniel"), its short form, a name said to someone, one opening a sentence
     rules = DocRules(doc)
     assert not rules._chat_third_name_feature((3, 3))

@@ -45,7 +45,9 @@ groups, resolved text, entity records, `annotate`):
   one speaker's turns (each speaks to the other), with more speakers one
   turn, is a voice whose "I", "you" and he / she are three people, a
   quotation in it a voice of its own: Sofia's "Can you be home?" and her
-  "Show her the leak" are Marco and the plumber. A monologue (one speaker:
+  "Show her the leak" are Marco and the plumber. In a chat of two, a
+  speaker's "I" is also the other's "you" and their "you" the other's "I"
+  (outside quotations), so Ben's "I" is none of Anna's "she". A monologue (one speaker:
   a speech, a vlog) is left alone: its "you" is an audience, and it speaks
   of the people in it as "he" and "she" too;
 - **a name no speaker has is no speaker** (CHAT_NAMES): in a chat of two
@@ -852,6 +854,10 @@ class DocRules:
                 found.add(f"{person}{VOICE_SEP}{self._quotation[start]}")
             elif speaker and start in self._turns and TURN_VOICE in self.enabled:
                 found.add(f"{person}{VOICE_SEP}{self._turns[start]}.{self._quotation[start]}")
+                if speaker in self._other and person in ("I", "you") and not self._quotation[start]:
+                    # in a chat of two, a speaker's "I" is the other's "you" and their "you" the other's "I"
+                    swapped = "you" if person == "I" else "I"
+                    found.add(f"{swapped}{VOICE_SEP}s{self._other[speaker]}.0")
         return frozenset(found | letter)
 
     def _noun_gender(self, span: TokenSpan) -> Set[str]:
