@@ -691,8 +691,11 @@ class DocRules:
         self._label_colons: List[int] = []
         if TURN_LABEL in self.enabled and "speakers" in doc.spans:
             for turn in sorted(doc.spans["speakers"], key=lambda t: t.start):
-                colon = turn.start + len(doc[turn.start : turn.end].text.split(":", 1)[0].split())
-                if colon < turn.end and doc[colon].text == ":" and doc[turn.start : colon].text == turn.label_:
+                # a label is one to three words (doc_helpers.transcripts.TURN_OPENING), so its colon is near
+                colon = next(
+                    (i for i in range(turn.start + 1, min(turn.end, turn.start + 5)) if doc[i].text == ":"), -1
+                )
+                if colon > 0 and doc[turn.start : colon].text == turn.label_:
                     self._label_starts.append(turn.start)
                     self._label_colons.append(colon)
         # OBJECT: each object pronoun's verb's possible subject ends, and those ends

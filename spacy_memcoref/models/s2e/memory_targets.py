@@ -14,7 +14,10 @@ sees the memory the decoder will read: spurious candidates take cells and
 push entities out.
 
 Pure Python over cluster ids (no gradients flow through the choice of what
-is held); the head gathers its pair scores with the result.
+is held); the head gathers its pair scores with the result. It mirrors
+decoders.memory.read_memory rather than calling it: the loss needs what is
+held before every candidate, and this module, under the torch head, reads no
+Doc (tests/test_memory_loss.py holds the two to the same decisions).
 """
 
 from typing import List, Sequence, Tuple
@@ -51,7 +54,7 @@ def memory_targets(cluster_ids: Sequence[int], cells: int, mentions: int) -> Tup
         for j, members in enumerate(kept):
             if members:
                 held[q, j, : len(members)] = members
-        cell = next((j for j in range(cells) if gold > 0 and kept[j] and entity[j] == gold), NONE)
+        cell = next((j for j in range(cells) if kept[j] and entity[j] == gold), NONE) if gold > 0 else NONE
         if cell != NONE:
             target[q] = cell
             if len(kept[cell]) >= mentions and mentions > 1:
