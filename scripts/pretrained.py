@@ -28,6 +28,18 @@ REPO = Path(__file__).resolve().parent.parent
 TUNE = {"tune-link-threshold": "coref_", "tune-gap-threshold": "gap_"}
 
 
+def tune_command(config: str) -> str:
+    """The tuning command for a recipe's config, by its model: PeTra on GAP
+    tunes calibration and threshold (tune-gap-threshold); an s2e head, also
+    one read through a bounded memory (configs/petra_ontogum.cfg), its link
+    threshold (tune-link-threshold, through that memory)."""
+    from spacy.util import load_config
+
+    components = load_config(REPO / config, interpolate=False)["components"].values()
+    models = [component.get("model", {}).get("@architectures", "") for component in components]
+    return "tune-gap-threshold" if any(m.startswith("spacy_memcoref.PeTra") for m in models) else "tune-link-threshold"
+
+
 def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[List[str]]:
     """The commands that rebuild the shipped model `name`, in order.
 
@@ -45,7 +57,7 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     encoder = recipe.get("encoder")
     if encoder is not None:
         overrides += ["--paths.encoder", encoder_dir or encoder["name"]]
-    tune = "tune-link-threshold" if "s2e" in recipe["config"] else "tune-gap-threshold"
+    tune = tune_command(recipe["config"])
     # s2e: as the project's tune-s2e step, the last checkpoint is tuned beside
     # the best one (the best at the decision 0 is not always the best tuned)
     also = ["--also", str(run / "model-last")] if tune == "tune-link-threshold" else []

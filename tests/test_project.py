@@ -1205,7 +1205,7 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
     )
 
 
-@pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap"])
+@pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap", "petra-ontogum"])
 def test_shipped_models_train_through_the_train_wrapper(name):
     first = load_script("pretrained").commands(name, -1)[0]
     assert first[1] == "scripts/train.py" and (REPO / first[1]).is_file()
@@ -1229,7 +1229,10 @@ def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
     (project_line,) = commands(load_project())["tune-s2e"]["script"]
     assert "--also training/s2e_ontogum/model-last" in project_line
     petra_tune = pretrained_script.commands("petra-gap", -1)[1]
-    assert "--also" not in petra_tune  # tune-gap-threshold tunes one checkpoint
+    assert petra_tune[3] == "tune-gap-threshold" and "--also" not in petra_tune  # one checkpoint
+    # the memory model is an s2e head read through its memory: its link threshold, both checkpoints
+    memory_tune = pretrained_script.commands("petra-ontogum", -1)[1]
+    assert memory_tune[3] == "tune-link-threshold" and "--also" in memory_tune
 
 
 # ----- entity typing: a downstream spancat with and without entity gating -----------
