@@ -31,8 +31,9 @@ def load(name: Optional[str] = None, *, encoder: Optional[str] = None):
         "s2e-ontogum-base" (s2e on all-mpnet-base-v2, trained on OntoGUM; the
         encoder, 420 MB, is found in the Hugging Face cache or downloaded
         there once, or taken from `encoder` or $SPACY_MEMCOREF_ENCODER).
-        "s2e-ontogum" (on the embedded MiniLM) and "petra-gap" (PeTra on
-        GAP) need nothing but the package. `python -m spacy_memcoref info`
+        "s2e-ontogum" (on the embedded MiniLM), "petra-ontogum" (every
+        entity through a memory of 40, on the embedded MiniLM) and
+        "petra-gap" (PeTra on GAP) need nothing but the package. `python -m spacy_memcoref info`
         says what each was trained on.
     encoder (Optional[str]): a local folder of the default model's encoder.
     RETURNS (spacy.language.Language): the pipeline.

@@ -193,7 +193,7 @@ def load_pipeline(model: Union[str, ResolvedModel], gpu_id: Optional[int] = -1, 
 
     model (Union[str, ResolvedModel]): a package name, a directory, or a
         model shipped with this package, by its name ("s2e-ontogum",
-        "petra-gap"; a path of that name wins) or its folder; or what
+        "petra-ontogum", "petra-gap"; a path of that name wins) or its folder; or what
         resolve_model made of one (then it is not worked out again).
     gpu_id (Optional[int]): the GPU, or -1 (None: -1).
     threads (Optional[int]): torch's CPU threads (None or 0: torch's default),

@@ -21,7 +21,7 @@ from spacy_memcoref.pipeline.coref_component import MIN_TRAINED_UPDATES, Untrain
 from conftest import assert_user_error
 
 REPO = Path(__file__).resolve().parent.parent
-SHIPPED = ("s2e-ontogum-base", "s2e-ontogum", "petra-gap")
+SHIPPED = ("s2e-ontogum-base", "s2e-ontogum", "petra-ontogum", "petra-gap")
 # the ceilings issue 60 sets: all shipped models together, and the default's files
 PACKAGE_DATA_LIMIT = 40 * 2**20
 DEFAULT_MODEL_LIMIT = 15 * 2**20
@@ -271,6 +271,16 @@ def test_shipped_petra_links_pronouns_to_names(petra_shipped):
     found = clusters(doc)
     assert any({"alice", "she"} <= cluster for cluster in found), found
     assert doc._.memory_log is not None
+
+
+def test_shipped_memory_model_tracks_common_nouns_through_its_memory():
+    """petra-ontogum: s2e's scores read through a memory of 40 entities
+    (its log has 40 cells), and an entity named by a common noun is one
+    (petra-gap, trained on GAP's names, proposes no such mention)."""
+    nlp = spacy_memcoref.load("petra-ontogum")
+    doc = nlp("The assistant answered the phone. She said that the office was closed.")
+    assert {"the assistant", "she"} in clusters(doc)
+    assert doc._.memory_log["usage"].shape == (len(doc), 40)
 
 
 def test_shipped_component_adds_to_another_pipeline(s2e_shipped):
