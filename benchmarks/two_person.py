@@ -17,7 +17,10 @@ A sentence is right when the pronoun's predicted cluster holds the right
 person's noun phrase and not the other's; merged when one cluster holds both
 people.
 
-    python benchmarks/two_person.py s2e-ontogum [PIPELINE_DIR ...] [--per-template 16]
+    python benchmarks/two_person.py s2e-ontogum [PIPELINE_DIR ...] [--per-template 16] [--by-template]
+
+--by-template also prints, per template, how many sentences had the pronoun
+with the right person alone, with the other alone, unlinked, or with both.
 """
 
 import argparse
@@ -81,6 +84,7 @@ class Item(NamedTuple):
     wrong: Tuple[int, int]  # the other person's
     pronoun: Tuple[int, int]
     pro: bool  # pro-stereotypical
+    template: str
 
 
 def _span_of(text: str, phrase: str, start: int = 0) -> Tuple[int, int]:
@@ -107,7 +111,7 @@ def items(per_template: int, seed: int = 0) -> Iterator[Item]:
                         # the pronoun: the whole word after the second person
                         p_start = span_b[1] + re.search(rf"\b{pronoun}\b", text[span_b[1] :]).start()
                         right, wrong = (span_a, span_b) if who == "a" else (span_b, span_a)
-                        yield Item(half, text, right, wrong, (p_start, p_start + len(pronoun)), pro)
+                        yield Item(half, text, right, wrong, (p_start, p_start + len(pronoun)), pro, template)
 
 
 def judge(doc, item: Item) -> Tuple[bool, bool]:
@@ -123,6 +127,19 @@ def judge(doc, item: Item) -> Tuple[bool, bool]:
     own = next((c for c in clusters if item.pronoun in c), None)
     right = own is not None and holds(own, item.right) and not holds(own, item.wrong)
     return right, merged
+
+
+def outcome(doc, item: Item) -> str:
+    """Where the pronoun went: "right", "other" (the other person alone),
+    "both", "unlinked" (no cluster) or "elsewhere"."""
+    from spacy_memcoref.doc_helpers.clusters import numbered_clusters
+
+    clusters = [[(m.start_char, m.end_char) for m in group] for _, group in numbered_clusters(doc)]
+    own = next((c for c in clusters if item.pronoun in c), None)
+    if own is None:
+        return "unlinked"
+    right, wrong = (any(s >= span[0] and e == span[1] for s, e in own) for span in (item.right, item.wrong))
+    return "both" if right and wrong else "right" if right else "other" if wrong else "elsewhere"
 
 
 def evaluate(nlp, sentences: List[Item], rules=None) -> Dict[Tuple[str, bool], List[Tuple[bool, bool]]]:
@@ -143,6 +160,20 @@ def evaluate(nlp, sentences: List[Item], rules=None) -> Dict[Tuple[str, bool], L
             write_clusters(doc, [[doc[s : e + 1] for s, e in c] for c in clusters], pipe.prefix)
         results.setdefault((item.half, item.pro), []).append(judge(doc, item))
     return results
+
+
+def by_template(name: str, nlp, sentences: List[Item]) -> None:
+    """Print each template's outcomes (outcome) for one pipeline."""
+    kinds = ("right", "other", "unlinked", "both", "elsewhere")
+    counts: Dict[str, Dict[str, int]] = {}
+    templates = [t for t, _, _ in SYNTAX + MEANING]
+    for item, doc in zip(sentences, nlp.pipe([s.text for s in sentences], batch_size=32)):
+        row = counts.setdefault(item.template, dict.fromkeys(kinds, 0))
+        row[outcome(doc, item)] += 1
+    print(f"{name}, by template:")
+    print(
+        table(["template"] + list(kinds), [[t] + [str(counts[t][k]) for k in kinds] for t in templates if t in counts])
+    )
 
 
 def half_cells(results: Dict[Tuple[str, bool], List[Tuple[bool, bool]]]) -> List[str]:
@@ -168,6 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--per-template", type=int, default=16)
+    parser.add_argument("--by-template", action="store_true", help="also each template's outcomes")
     parser.add_argument(
         "--rules", action="store_true", help="also decode with no rule and with all but sentence_people, side by side"
     )
@@ -192,6 +224,8 @@ def main() -> None:
         results = evaluate(nlp, sentences, rules)
         row = [name + label]
         rows.append(row + half_cells(results))
+        if args.by_template and rules is None:
+            by_template(name, nlp, sentences)
     n = {half: sum(s.half == half for s in sentences) for half in ("syntax", "meaning")}
     print(
         f"{len(sentences)} sentences ({n['syntax']} syntax, {n['meaning']} meaning), {args.per_template} occupation pairs a template"

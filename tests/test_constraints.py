@@ -260,9 +260,50 @@ def test_a_verbs_object_pronoun_is_not_its_subject():
     rules = DocRules(doc)
     assert conflict(set(rules.features((15, 15))) | set(rules.features((18, 18))))
     assert not conflict(set(rules.features((9, 9))) | set(rules.features((11, 11))))
-    other = DocRules(NLP("Tom sat with him . Tom and him"))
+    other = DocRules(NLP("Tom looked behind him . Tom and him"))
     assert not conflict(set(other.features((0, 0))) | set(other.features((3, 3))))
     assert not conflict(set(other.features((5, 5))) | set(other.features((7, 7))))
+
+
+def _bound(text, subject, pronoun):
+    """Whether the OBJECT rule keeps the mentions `subject` and `pronoun` (token spans) apart."""
+    rules = DocRules(NLP(text))
+    return conflict(set(rules.features(subject)) | set(rules.features(pronoun)))
+
+
+def test_a_coordinated_verbs_object_pronoun_is_not_the_clauses_subject():
+    doc = NLP("The chief visited the nurse and told him the news .")
+    chief, nurse, him = (0, 1), (3, 4), (7, 7)
+    # "him" prefers "The chief" (the subject of "visited" and of "told"), then "the nurse"
+    prediction = _prediction(doc, [chief, nurse, him], {2: [(0, 4.0), (1, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {OBJECT})) == [["The chief", "him"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["the nurse", "him"]]
+    # a first object "her" before a determiner; "and then"; after a subordinating word the clause opens there
+    assert _bound("The chief visited the nurse and told her the news .", (0, 1), (7, 7))
+    assert _bound("Ann met Tom and then thanked him .", (0, 0), (6, 6))
+    assert _bound("Bo said that Ann met Tom and thanked him .", (3, 3), (8, 8))
+    assert not _bound("Bo said that Ann met Tom and thanked him .", (0, 0), (8, 8))
+    # the possessor that opens the clause is not its subject; the mention it opens is
+    assert not _bound("His mother met Tom and thanked him .", (0, 0), (6, 6))
+    assert _bound("His mother met Tom and thanked him .", (0, 1), (6, 6))
+    assert not _bound("John 's mother met Tom and thanked him .", (0, 0), (7, 7))
+    # not across a comma (an aside, an object), nor past another "and": whose subject is unsure
+    assert not _bound("Yesterday , Ann met Tom and thanked him .", (2, 2), (7, 7))
+    assert not _bound("Ann came and Bo met Tom and thanked him .", (0, 0), (8, 8))
+    # a possessive "her" before a noun stays free: Mary may own it
+    assert not _bound("Mary met Tom and told her sister .", (0, 0), (5, 5))
+
+
+def test_an_argument_prepositions_pronoun_and_one_after_an_adverb_are_not_the_subject():
+    assert _bound("The cook was late , so the nurse waited for him outside .", (6, 7), (10, 10))
+    assert not _bound("The cook was late , so the nurse waited for him outside .", (0, 1), (10, 10))
+    assert _bound("The nurse finally called him back .", (0, 1), (4, 4))
+    assert _bound("The family called him .", (0, 1), (3, 3))  # a noun in -ly ends the subject
+    assert _bound("Ann has never talked to them .", (0, 0), (5, 5))
+    # locative and partitive prepositions are left out: "him" may be the subject
+    assert not _bound("He carries the cloth with him .", (0, 0), (5, 5))
+    assert not _bound("We had one , and none of us liked it .", (0, 0), (7, 7))
 
 
 def test_in_a_chat_of_two_ones_i_is_the_others_you_and_not_their_she():

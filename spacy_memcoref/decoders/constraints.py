@@ -114,14 +114,20 @@ groups, resolved text, entity records, `annotate`):
   OntoGUM's gold breaks the two in 12 of 3,895 train and 2 of 529 dev
   clusters, as it breaks the pronoun rule alone: the nouns add none;
 - **a verb's object pronoun is not its subject** (OBJECT): him, them, me,
-  us (and "her" before punctuation, a preposition or a conjunction, where
-  it is no possessive) right after a verb, alone or after an auxiliary,
-  never shares a cluster with the mention that ends just before them ("The
-  assistant thanked her": her is not the assistant; "himself" would be).
+  us (and "her" before punctuation, a preposition, a conjunction, a
+  determiner or a question word, where it is no possessive) right after a
+  verb or after a verb and an argument's preposition (for, to, at, about,
+  from: "waited for him"), never shares a cluster with the verb's subject:
+  the mention that ends just before the verb, or before an auxiliary or an
+  adverb and the verb ("The assistant thanked her", "the nurse finally
+  called him": not the assistant, not the nurse; "himself" would be); after
+  "and", "but" or "or" ("The chief visited the nurse and told him"), the
+  mention that opens the clause (at a sentence's start, after a bracket, a
+  dash, a quote or a subordinating word; a possessor there is no subject).
   The verb is any lower-case word but determiners, prepositions,
   conjunctions, pronouns and a few adverbs (NOT_VERBS). OntoGUM's gold
   breaks it in 1 of 3,895 train clusters (a repair, "let me let me") and 0
-  of 529 dev;
+  of 529 dev, of 131 and 18 pairs of gold mentions it applies to;
 - **two people in one sentence**: two noun phrases (no pronoun) of one
   sentence, neither inside the other nor in apposition (apart by a comma,
   a bracket, a dash or a quote only), whose heads differ, never share a
@@ -137,7 +143,7 @@ link against the cluster it would join, in text order.
 """
 
 import bisect
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
 
@@ -429,12 +435,14 @@ ALL_RULES: FrozenSet[str] = frozenset(
 )
 
 # the OBJECT rule: object pronouns ("her" only where no noun follows it: a
-# possessive "her" may be the subject's, "Mary loves her brother"), the
-# auxiliaries that may stand before the verb, and the words that are no verb
+# possessive "her" may be the subject's, "Mary loves her brother"; before a
+# determiner or a question word it is a first object, "told her the news",
+# "asked her how"), the auxiliaries that may stand before the verb, and the
+# words that are no verb
 OBJECT_PRONOUNS = frozenset({"him", "them", "me", "us"})
 AFTER_OBJECT_HER = frozenset(
     """. , ! ? ; : and or but to for with in at on about that because when if as from by again back up out
-    off down""".split()
+    off down the a an this these those some his my your our their its how what why where who whether""".split()
 )
 AUXILIARIES = frozenset(
     "has had have was were is are am will would did does do could can should may might must shall".split()
@@ -444,8 +452,30 @@ NOT_VERBS = frozenset(
     and or but nor so yet if because when while where who whom which whose what than then also not never just only
     very too all both each every some any no he she it we they i you him them me us there here""".split()
 )
-BOUND_AT = "bound@"  # an object pronoun whose verb's subject ends at the token
-BINDER_AT = "binder@"  # a mention that ends at the token, a verb's subject
+# prepositions that open a verb's argument ("waited for him", "talked to
+# her"): its pronoun is not the verb's subject either. Left out: locative
+# ones, "with" and "on" among them ("he carries with him", "items with
+# quotes printed on them": OntoGUM's gold; "Tom looked behind him"), and
+# "of", whose word before is as often a quantifier ("none of us liked it")
+ARGUMENT_PREPOSITIONS = frozenset("for to at about from".split())
+# adverbs that may stand between a subject and its verb ("the nurse finally
+# called him"); any lower-case word ending in -ly too
+SUBJECT_ADVERBS = frozenset("then also never just often always still even soon later once already".split())
+# "and" / "but" / "or" before a verb: its subject is the clause's, which
+# opens after one of these (or at the start of the text). Not after a comma,
+# which as often opens an object or an aside ("who would help, she assumed,
+# this poet ... and connect her", OntoGUM's gold)
+COORDINATORS = frozenset({"and", "but", "or"})
+CLAUSE_BREAKS = (
+    frozenset(
+        """. ! ? ; : ( ) -- – — that who whom which whose because when whenever while if although though after
+        before since until unless where whether so as""".split()
+    )
+    | QUOTE_OPENERS
+    | QUOTE_CLOSERS
+)
+BOUND_AT = "bound@"  # an object pronoun whose verb's subject ends at the token ("s" and the token: opens there)
+BINDER_AT = "binder@"  # a mention that ends at the token, a verb's subject ("s" and the token: opens a clause)
 
 # nouns and titles of one gender (GENDERED_NOUNS), singular (a plural is no
 # "he" or "she"); left out: nouns a woman or a man is called too ("actor",
@@ -597,33 +627,62 @@ def conjunct_name_words(doc: Doc) -> FrozenSet[str]:
     return frozenset(found)
 
 
-def object_subject_ends(doc: Doc) -> Dict[int, List[int]]:
-    """The OBJECT rule's pairs: each object pronoun (him, them, me, us; "her"
-    before punctuation, a preposition or a conjunction) that directly follows
-    a verb (a lower-case word that is no determiner, preposition,
-    conjunction, pronoun or adverb of NOT_VERBS), to the token where the
-    verb's subject would end: just before the verb, or before an auxiliary
-    and the verb ("The assistant thanked her", "John has met him").
+class ObjectBinders(NamedTuple):
+    """The OBJECT rule's pairs (object_binders): object pronoun token -> the
+    tokens where its verb's subject may end; and -> the token where the
+    clause opens whose subject is the verb's (a coordinated verb's)."""
 
-    RETURNS (Dict[int, List[int]]): pronoun token -> possible subject ends."""
+    ends: Dict[int, List[int]]
+    starts: Dict[int, int]
+
+
+def object_binders(doc: Doc) -> ObjectBinders:
+    """The OBJECT rule's pairs: each object pronoun (him, them, me, us; "her"
+    before punctuation, a preposition or a conjunction) right after a verb
+    (a lower-case word that is no determiner, preposition, conjunction,
+    pronoun or adverb of NOT_VERBS), or after a verb and a preposition of
+    ARGUMENT_PREPOSITIONS ("waited for him"), is not that verb's subject.
+    The subject ends just before the verb, before an adverb and the verb
+    ("finally called him"), or before an auxiliary ("has met him"). A verb
+    after "and", "but" or "or" ("The chief visited the nurse and told her")
+    shares the subject of the clause before it, the mention that opens that
+    clause (at the text's start, or after a sentence's end, a bracket, a
+    dash, a quote or a subordinating word of CLAUSE_BREAKS, with no other "and", "but" or "or"
+    between: "Ann met Tom and Bo and told him" has none)."""
     words = [t.text for t in doc]
     lower = [w.lower() for w in words]
 
     def is_verb(i: int) -> bool:
-        return words[i].isalpha() and words[i].islower() and lower[i] not in NOT_VERBS
+        return i >= 0 and words[i].isalpha() and words[i].islower() and lower[i] not in NOT_VERBS
 
-    bound: Dict[int, List[int]] = {}
+    def is_adverb(i: int) -> bool:
+        return i >= 0 and words[i].isalpha() and (lower[i] in SUBJECT_ADVERBS or lower[i].endswith("ly"))
+
+    binders = ObjectBinders({}, {})
     for p, word in enumerate(lower):
         is_object = word in OBJECT_PRONOUNS or (
             word == "her" and (p + 1 == len(doc) or lower[p + 1] in AFTER_OBJECT_HER)
         )
-        if not is_object or p < 2 or not is_verb(p - 1):
+        if not is_object:
             continue
-        ends = [p - 2]
-        if p >= 3 and lower[p - 2] in AUXILIARIES:
-            ends.append(p - 3)
-        bound[p] = ends
-    return bound
+        verb = p - 2 if p >= 1 and lower[p - 1] in ARGUMENT_PREPOSITIONS else p - 1
+        if verb < 1 or not is_verb(verb):
+            continue
+        ends = [verb - 1] + ([verb - 2] if is_adverb(verb - 1) else [])
+        ends += [end - 1 for end in ends if end >= 1 and lower[end] in AUXILIARIES]
+        binders.ends[p] = [end for end in ends if end >= 0]
+        conjunction = next((end for end in ends if lower[end] in COORDINATORS), None)
+        if conjunction is None:
+            continue
+        opening = conjunction - 1
+        while opening >= 0 and lower[opening] not in CLAUSE_BREAKS and not words[opening].isspace():
+            if lower[opening] in COORDINATORS:
+                break
+            opening -= 1
+        else:
+            if opening + 1 < conjunction:
+                binders.starts[p] = opening + 1
+    return binders
 
 
 class DocRules:
@@ -699,8 +758,19 @@ class DocRules:
                     self._label_starts.append(turn.start)
                     self._label_colons.append(colon)
         # OBJECT: each object pronoun's verb's possible subject ends, and those ends
-        self._bound: Dict[int, List[int]] = object_subject_ends(doc) if OBJECT in self.enabled else {}
-        self._binders: Set[int] = {k for ends in self._bound.values() for k in ends}
+        # OBJECT: each object pronoun's binders (where its verb's subject may end, "s" and where its
+        # clause opens), and the tokens where a binder ends or opens
+        self._bound: Dict[int, List[str]] = {}
+        self._binder_ends: Set[int] = set()
+        self._binder_starts: Set[int] = set()
+        if OBJECT in self.enabled:
+            binders = object_binders(doc)
+            for p, ends in binders.ends.items():
+                self._bound[p] = [str(end) for end in ends]
+                self._binder_ends.update(ends)
+            for p, opening in binders.starts.items():
+                self._bound.setdefault(p, []).append(f"s{opening}")
+                self._binder_starts.add(opening)
         self._letter: Tuple[Optional[TokenSpan], Optional[TokenSpan]] = (
             letter_parts(doc) if VOICE in self.enabled and not self._speakers else (None, None)
         )
@@ -820,8 +890,10 @@ class DocRules:
         )
         if POSSESSOR in self.enabled and self.doc[start].text.lower() in POSSESSIVE_DETERMINERS:
             letter.add(f"{OWNER_AT if start == end else OWNED_AT}{start}")
-        if end in self._binders:
+        if end in self._binder_ends:
             letter.add(f"{BINDER_AT}{end}")
+        if start in self._binder_starts and not self._is_possessor(span):
+            letter.add(f"{BINDER_AT}s{start}")
         if start == end and start in self._bound:
             letter.update(f"{BOUND_AT}{k}" for k in self._bound[start])
         if start != end:
@@ -862,6 +934,14 @@ class DocRules:
                     swapped = "you" if person == "I" else "I"
                     found.add(f"{swapped}{VOICE_SEP}s{self._other[speaker]}.0")
         return frozenset(found | letter)
+
+    def _is_possessor(self, span: TokenSpan) -> bool:
+        """Whether a mention is a possessor, the subject's owner and not the
+        subject ("his" of "his mother", "John" of "John's mother")."""
+        start, end = span
+        if start == end and self.doc[start].text.lower() in POSSESSIVE_DETERMINERS:
+            return True
+        return end + 1 < len(self.doc) and self.doc[end + 1].text.lower() in POSSESSIVE
 
     def _noun_gender(self, span: TokenSpan) -> Set[str]:
         """GENDERED_NOUNS: "masculine" or "feminine" for a mention whose head
