@@ -87,6 +87,9 @@ CONDITIONS = {
     f"all but {TURN_LABEL}": ALL_RULES - {TURN_LABEL},
     "all rules (shipped)": ALL_RULES,
 }
+# every rule left out alone, the rules added since the list above among them
+for _rule in sorted(ALL_RULES):
+    CONDITIONS.setdefault(f"all but {_rule}", ALL_RULES - {_rule})
 
 
 def decode(pipe, prediction, doc, rules):

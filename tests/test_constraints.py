@@ -14,6 +14,7 @@ from spacy_memcoref.decoders.constraints import (
     PHRASE_CLAUSE,
     POSSESSOR,
     GENDERED_NOUNS,
+    KEEP_LINK,
     OBJECT,
     CHAT_NAMES,
     TURN_LABEL,
@@ -72,8 +73,26 @@ def test_pronouns_of_another_gender_never_share_a_cluster_and_the_next_best_stan
     assert _texts(doc, decoder.clusters(prediction)) == [["Bob", "He", "she"]]  # without the Doc: the head's best
     assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {PRONOUNS})) == [["Bob", "He", "she"]]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Bob", "He"], ["Ann", "she"]]
-    # no choice left above the threshold: "she" stays out
-    assert _texts(doc, decoder.clusters(prediction, 3.5, doc=doc)) == [["Bob", "He"]]
+    # no choice left above the threshold: "she" stays out, unless (KEEP_LINK) a rule refused
+    # one above it: the model said "she" refers back, the rule only that "He" is not it
+    assert _texts(doc, decoder.clusters(prediction, 3.5, doc=doc, rules=ALL_RULES - {KEEP_LINK})) == [["Bob", "He"]]
+    assert _texts(doc, decoder.clusters(prediction, 3.5, doc=doc)) == [["Bob", "He"], ["Ann", "she"]]
+    # no antecedent above the threshold at all: nothing refused, nothing kept
+    assert _texts(doc, decoder.clusters(prediction, 5.5, doc=doc)) == []
+
+
+def test_only_he_and_she_keep_a_link_that_a_rule_refused():
+    # "It" prefers "She" (animate: refused), then "the box" below the threshold
+    doc = NLP("She opened the box . It was empty , she said .")
+    spans = [(0, 0), (2, 3), (5, 5), (9, 9)]
+    prediction = _prediction(doc, spans, {2: [(0, 2.0), (1, -1.0)], 3: [(2, 2.0), (0, -1.0)]})
+    decoder = S2EDecoder(0.0)
+    # "It" stays out; "she" (best "It", refused) keeps a link: "She"
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["She", "she"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {KEEP_LINK})) == []
+    # through a bounded memory too (three cells: none let go)
+    memory = S2EDecoder(0.0, memory_cells=3)
+    assert _texts(doc, memory.clusters(prediction, doc=doc)) == [["She", "she"]]
 
 
 @pytest.mark.parametrize(

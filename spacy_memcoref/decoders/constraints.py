@@ -410,6 +410,9 @@ GENDERED_NOUNS = "gendered_nouns"  # "her father", "Mr. Lee" are masculine: neve
 OBJECT = "object"  # a verb's object pronoun is not its subject ("The assistant thanked her")
 CHAT_NAMES = "chat_names"  # in a chat whose speakers are named, a name no speaker has is no speaker's I or you
 TURN_LABEL = "turn_label"  # a mention is a turn's "Name:" label alone or stays out of it ("Grace: Hi Daniel")
+KEEP_LINK = (
+    "keep_link"  # a he / she whose best antecedent a rule refuses takes the best one allowed, even below the threshold
+)
 ALL_RULES: FrozenSet[str] = frozenset(
     {
         WORD,
@@ -431,6 +434,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         OBJECT,
         CHAT_NAMES,
         TURN_LABEL,
+        KEEP_LINK,
     }
 )
 
@@ -786,6 +790,15 @@ class DocRules:
         if PUNCT_EDGE in self.enabled and self.is_punct_edged(span):
             return False
         return WORD not in self.enabled or self.is_word(span)
+
+    def keeps_link(self, span: TokenSpan) -> bool:
+        """KEEP_LINK: whether a mention is a he / she (and their forms),
+        which links to the best antecedent the rules allow when its best one
+        passed the threshold and a rule refused it: the model decided that
+        it refers back, the rule only which mention it is ("The chief
+        visited the nurse and told him": not the chief, so the nurse)."""
+        start, end = span
+        return KEEP_LINK in self.enabled and start == end and self.doc[start].text.lower() in MASCULINE | FEMININE
 
     def crosses_turn_label(self, span: TokenSpan) -> bool:
         """Whether a mention takes in part of a turn's written label ("Grace :"

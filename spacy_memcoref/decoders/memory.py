@@ -106,12 +106,19 @@ def read_memory(
         if not allowed[q]:
             continue
         chosen = -1
+        # a he / she one of whose held antecedents above the threshold a rule
+        # refused keeps a link, to the best held one the rules allow (KEEP_LINK)
+        keeps, refused = rules is not None and rules.keeps_link(spans[q]), False
         for c, score in zip(candidates, candidate_scores):
-            if not score > threshold:
+            if not (score > threshold or (refused and keeps)):
                 break  # best first: none after it passes either
-            if c in held and allowed[c] and (builder is None or builder.may_link(q, c)):
+            if c not in held:  # let go by the memory (no rule's doing), or never held: a rule's
+                refused = refused or not allowed[c]
+                continue
+            if allowed[c] and (builder is None or builder.may_link(q, c)):
                 chosen = c
                 break
+            refused = True
         if chosen >= 0:
             cell = held[chosen]
             if builder is not None:

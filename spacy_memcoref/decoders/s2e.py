@@ -92,13 +92,17 @@ def constrained_antecedents(
     for q, (antecedents, antecedent_scores) in enumerate(zip(*choices)):
         if not allowed[q]:
             continue
+        # a he / she one of whose antecedents above the threshold a rule
+        # refused keeps a link, to the best the rules allow (KEEP_LINK)
+        keeps, refused = rules.keeps_link(spans[q]), False
         for c, score in zip(antecedents, antecedent_scores):
-            if not score > t:
+            if not (score > t or (refused and keeps)):
                 break  # best first: none after it passes either
             if allowed[c] and builder.may_link(q, c):
                 builder.join(q, c)
                 chosen[q] = c
                 break
+            refused = True
     return chosen, builder.clusters()
 
 
