@@ -1,6 +1,8 @@
 """Rebuild one trained model that ships inside the package, from its recipe
 in configs/pretrained/NAME.json: train (`spacy train` by scripts/train.py,
-with the recipe's config, overrides and seed), tune the decision (s2e: link
+with the recipe's config, overrides and seed; a recipe with a "source"
+fine-tunes that shipped model, saved first by scripts/warm_start.py with
+the recipe's settings), tune the decision (s2e: link
 threshold on dev, for model-best and model-last, the better kept; PeTra:
 calibration and threshold on validation), then store what training
 changed (`python -m spacy_memcoref pretrained-build`, in the recipe's
@@ -28,14 +30,26 @@ REPO = Path(__file__).resolve().parent.parent
 TUNE = {"tune-link-threshold": "coref_", "tune-gap-threshold": "gap_"}
 
 
-def tune_command(config: str) -> str:
-    """The tuning command for a recipe's config, by its model: PeTra on GAP
-    tunes calibration and threshold (tune-gap-threshold); an s2e head, also
-    one read through a bounded memory (configs/petra_ontogum.cfg), its link
-    threshold (tune-link-threshold, through that memory)."""
+def read_recipe(name: str) -> dict:
+    """The recipe of the shipped model `name` (configs/pretrained/NAME.json)."""
+    recipe_file = REPO / "configs" / "pretrained" / f"{name}.json"
+    if not recipe_file.is_file():
+        known = ", ".join(sorted(p.stem for p in recipe_file.parent.glob("*.json")))
+        raise SystemExit(f"{recipe_file.relative_to(REPO)}: no recipe for {name!r} (recipes: {known})")
+    return json.loads(recipe_file.read_text(encoding="utf8"))["recipe"]
+
+
+def tune_command(recipe: dict) -> str:
+    """The tuning command for a recipe, by its model: PeTra on GAP tunes
+    calibration and threshold (tune-gap-threshold); an s2e head, also one
+    read through a bounded memory (configs/petra_ontogum.cfg), its link
+    threshold (tune-link-threshold, through that memory). A recipe that
+    fine-tunes another shipped model (its "source") has that model's."""
     from spacy.util import load_config
 
-    components = load_config(REPO / config, interpolate=False)["components"].values()
+    if "source" in recipe:
+        return tune_command(read_recipe(recipe["source"]["model"]))
+    components = load_config(REPO / recipe["config"], interpolate=False)["components"].values()
     models = [component.get("model", {}).get("@architectures", "") for component in components]
     return "tune-gap-threshold" if any(m.startswith("spacy_memcoref.PeTra") for m in models) else "tune-link-threshold"
 
@@ -48,16 +62,29 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
         finds it: $SPACY_MEMCOREF_ENCODER, the Hugging Face cache, a download).
     """
     recipe_file = Path("configs", "pretrained", f"{name}.json")
-    if not (REPO / recipe_file).is_file():
-        known = ", ".join(sorted(p.stem for p in (REPO / recipe_file.parent).glob("*.json")))
-        raise SystemExit(f"{recipe_file}: no recipe for {name!r} (recipes: {known})")
-    recipe = json.loads((REPO / recipe_file).read_text(encoding="utf8"))["recipe"]
+    recipe = read_recipe(name)
     run = Path("training", "pretrained", name)
     overrides = [item for key, value in recipe["overrides"].items() for item in (f"--{key}", json.dumps(value))]
+    python = sys.executable
     encoder = recipe.get("encoder")
     if encoder is not None:
         overrides += ["--paths.encoder", encoder_dir or encoder["name"]]
-    tune = tune_command(recipe["config"])
+    tune = tune_command(recipe)
+    warm: List[List[str]] = []
+    source = recipe.get("source")
+    if source is not None:  # fine-tuning a shipped model: saved with the recipe's settings first
+        settings = [item for key, value in source["set"].items() for item in ("--set", f"{key}={json.dumps(value)}")]
+        warm = [
+            [
+                python,
+                str(Path("scripts", "warm_start.py")),
+                source["model"],
+                str(run / "source"),
+                "--replace",
+                *settings,
+            ]
+        ]
+        overrides += ["--paths.source", str(run / "source")]
     # s2e: as the project's tune-s2e step, the last checkpoint is tuned beside
     # the best one (the best at the decision 0 is not always the best tuned)
     also = ["--also", str(run / "model-last")] if tune == "tune-link-threshold" else []
@@ -65,8 +92,8 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     store = [f"--{key}={value}" for key, value in sorted(storage.items())]
     if encoder is not None:
         store.append(f"--encoder={encoder['name']}")
-    python = sys.executable
     return [
+        *warm,
         [  # through scripts/train.py, for the environment it gives `spacy train`
             python,
             str(Path("scripts", "train.py")),
@@ -121,7 +148,7 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
 def encoder_folder(name: str) -> Optional[str]:
     """The local folder of the recipe's Hugging Face encoder, its checksum
     checked (spacy_memcoref.encoder_source), or None for the embedded one."""
-    recipe = json.loads((REPO / "configs" / "pretrained" / f"{name}.json").read_text(encoding="utf8"))["recipe"]
+    recipe = read_recipe(name)
     encoder = recipe.get("encoder")
     if encoder is None:
         return None

@@ -1207,13 +1207,98 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
 
 @pytest.mark.parametrize("name", ["s2e-ontogum", "petra-gap", "petra-ontogum"])
 def test_shipped_models_train_through_the_train_wrapper(name):
-    first = load_script("pretrained").commands(name, -1)[0]
-    assert first[1] == "scripts/train.py" and (REPO / first[1]).is_file()
+    steps = load_script("pretrained").commands(name, -1)
     recipe = srsly.read_json(REPO / "configs" / "pretrained" / f"{name}.json")["recipe"]
-    spacy_train = load_script("train").train_argv(first[2:])
+    # a recipe with a source saves that model first, then trains from it
+    (train,) = [command for command in steps if command[1] == "scripts/train.py"]
+    assert steps.index(train) == (1 if "source" in recipe else 0) and (REPO / train[1]).is_file()
+    spacy_train = load_script("train").train_argv(train[2:])
     # the recipe reaches `memcoref train` whole: its config first, every setting kept
-    assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == first[2:]
+    assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == train[2:]
     assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
+
+
+def test_a_recipe_with_a_source_fine_tunes_that_shipped_model_with_its_settings():
+    """petra-ontogum fine-tunes the shipped s2e-ontogum: scripts/warm_start.py
+    saves it (before training, replacing an earlier save when a stopped
+    recipe runs again) with every setting the recipe names, and training
+    reads that folder as paths.source, which the config's component sources."""
+    from spacy.util import load_config
+
+    recipe = srsly.read_json(REPO / "configs" / "pretrained" / "petra-ontogum.json")["recipe"]
+    warm, train = load_script("pretrained").commands("petra-ontogum", -1)[:2]
+    source = str(Path("training", "pretrained", "petra-ontogum", "source"))
+    assert warm[1:5] == ["scripts/warm_start.py", recipe["source"]["model"], source, "--replace"]
+    assert (REPO / "spacy_memcoref" / "pretrained_models" / recipe["source"]["model"]).is_dir()
+    settings = dict(load_script("warm_start").parse_setting(item) for item in warm[6::2])
+    assert warm[5::2] == ["--set"] * len(settings) and settings == recipe["source"]["set"]
+    assert settings["memory_cells"] == settings["model.memory_loss_cells"] > 0  # trained for the memory it reads
+    assert train[train.index("--paths.source") + 1] == source
+    config = load_config(REPO / recipe["config"], interpolate=False)
+    assert config["components"]["memcoref"] == {"source": "${paths.source}"}
+    # project.yml rebuilds the source before the model made from it
+    lines = commands(load_project())["train-pretrained"]["script"]
+    order = [line.split()[2] for line in lines if line.startswith("python scripts/pretrained.py")]
+    assert order.index(recipe["source"]["model"]) < order.index("petra-ontogum")
+
+
+def test_warm_start_changes_the_settings_training_reads_and_keeps_the_weights(trained_s2e, tmp_path):
+    """The saved pipeline holds the source's weights under the new settings:
+    it predicts as the source loaded with the same settings by spaCy's own
+    config overrides, and a pipeline sourcing it (as the fine-tuning config
+    does) gets those settings and trains with the memory's loss."""
+    import spacy
+    from spacy.training import Example
+
+    from conftest import make_examples, spans_of
+
+    warm_start = load_script("warm_start")
+    out = tmp_path / "warm"
+    settings = [("memory_cells", 2), ("memory_mentions", 3), ("model.memory_loss_cells", 2)]
+    warm_start.warm_start(str(trained_s2e.path), out, settings)
+    warm = spacy.load(out)
+    block = warm.config["components"]["memcoref"]
+    assert (block["memory_cells"], block["memory_mentions"], block["model"]["memory_loss_cells"]) == (2, 3, 2)
+    reference = spacy.load(
+        trained_s2e.path,
+        config={"components.memcoref.memory_cells": 2, "components.memcoref.memory_mentions": 3},
+    )
+    texts = [text for text, _ in TRAIN] + ["Alice met Bob and Carol . She told him that he and she were late ."]
+    assert [spans_of(d) for d in warm.pipe(texts)] == [spans_of(d) for d in reference.pipe(texts)]
+    assert any(d._.memory_log for d in warm.pipe(texts))  # read through the 2-cell memory
+    # sourced as configs/petra_ontogum_finetune.cfg sources it
+    nlp = spacy.blank("en")
+    nlp.add_pipe("memcoref", source=warm)
+    assert nlp.config["components"]["memcoref"]["memory_cells"] == 2
+    examples = [Example(nlp.make_doc(eg.reference.text), eg.reference) for eg in make_examples(warm)]
+    losses = {}
+    nlp.update(examples, sgd=nlp.resume_training(), losses=losses)
+    assert losses["memcoref"] > 0
+
+
+def test_warm_start_refuses_settings_it_cannot_make_and_folders_it_would_lose(trained_s2e, tmp_path):
+    from spacy.util import load_config
+
+    warm_start = load_script("warm_start")
+    with pytest.raises(SystemExit, match="no setting 'memory_cell' to change .*memory_cells"):
+        warm_start.warm_start(str(trained_s2e.path), tmp_path / "a", [("memory_cell", 2)])
+    with pytest.raises(SystemExit, match="has no section 'model.nope'"):
+        warm_start.warm_start(str(trained_s2e.path), tmp_path / "a", [("model.nope.x", 2)])
+    with pytest.raises(SystemExit, match="expected PATH=VALUE"):
+        warm_start.parse_setting("memory_cells")
+    with pytest.raises(SystemExit, match="not JSON"):
+        warm_start.parse_setting("memory_cells=forty")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "mine.txt").write_text("keep me")
+    with pytest.raises(SystemExit, match="exists and is not empty"):
+        warm_start.warm_start(str(trained_s2e.path), notes, [("memory_cells", 2)])
+    with pytest.raises(SystemExit, match="has no config.cfg"):
+        warm_start.warm_start(str(trained_s2e.path), notes, [("memory_cells", 2)], replace=True)
+    assert (notes / "mine.txt").read_text() == "keep me"
+    warm_start.warm_start(str(trained_s2e.path), tmp_path / "w", [("memory_cells", 2)])
+    warm_start.warm_start(str(trained_s2e.path), tmp_path / "w", [("memory_cells", 3)], replace=True)
+    assert load_config(tmp_path / "w" / "config.cfg")["components"]["memcoref"]["memory_cells"] == 3
 
 
 def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
@@ -1231,7 +1316,7 @@ def test_shipped_s2e_is_tuned_as_the_project_tunes_s2e():
     petra_tune = pretrained_script.commands("petra-gap", -1)[1]
     assert petra_tune[3] == "tune-gap-threshold" and "--also" not in petra_tune  # one checkpoint
     # the memory model is an s2e head read through its memory: its link threshold, both checkpoints
-    memory_tune = pretrained_script.commands("petra-ontogum", -1)[1]
+    (memory_tune,) = [c for c in pretrained_script.commands("petra-ontogum", -1) if c[3:4] == ["tune-link-threshold"]]
     assert memory_tune[3] == "tune-link-threshold" and "--also" in memory_tune
 
 
