@@ -178,7 +178,7 @@ def test_nouns_and_names_swap_by_hand(words, expected):
 
 
 def test_the_word_lists_swap_one_token_for_one_and_back():
-    from spacy_memcoref.corpora.gendered_words import NAMES, NOUN_PAIRS, NOUNS
+    from spacy_memcoref.gendered_words import NAMES, NOUN_PAIRS, NOUNS
 
     for table in (NOUNS, NAMES):
         for word, swapped in table.items():

@@ -50,6 +50,7 @@ LAYERS: Dict[str, Tuple[str, float]] = {
     "about": ("base", 0),
     "errors": ("base", 0),
     "util": ("base", 0),
+    "gendered_words": ("base", 0),  # word lists: the gender swap's and the decoding rules'
     "doc_helpers": ("doc_helpers", 1),
     "corpora": ("corpora", 2),
     "decoders": ("decoders", 2),

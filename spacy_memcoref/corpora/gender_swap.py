@@ -10,7 +10,7 @@ names are left as they are: in GAP both candidates share the pronoun's
 gender, so a name's gender is no cue for the answer anyway. For whole
 documents (s2e on OntoGUM), `nouns` also swaps gendered common words
 (father <-> mother, Mr. <-> Ms., ...) and `names` common first names
-(John <-> Patricia, ...; corpora/gendered_words.py), so a swapped text
+(John <-> Patricia, ...; spacy_memcoref/gendered_words.py), so a swapped text
 stays consistent: "Mary ... he" would teach that a name's gender is no cue.
 
 "her" is ambiguous when going to the masculine side (possessive "his" or
@@ -38,7 +38,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
 
-from .gendered_words import is_name_before_surname, swap_name, swap_noun
+from ..gendered_words import is_name_before_surname, swap_name, swap_noun
 
 # one token -> one token; "her" and "his" are decided by the next token
 _FIXED = {

@@ -147,6 +147,7 @@ from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, S
 
 from spacy.tokens import Doc
 
+from ..gendered_words import FEMININE_NAMES, MASCULINE_NAMES
 from ..util import Clusters, TokenSpan
 
 MASCULINE = frozenset({"he", "him", "his", "himself"})
@@ -410,6 +411,7 @@ GENDERED_NOUNS = "gendered_nouns"  # "her father", "Mr. Lee" are masculine: neve
 OBJECT = "object"  # a verb's object pronoun is not its subject ("The assistant thanked her")
 CHAT_NAMES = "chat_names"  # in a chat whose speakers are named, a name no speaker has is no speaker's I or you
 TURN_LABEL = "turn_label"  # a mention is a turn's "Name:" label alone or stays out of it ("Grace: Hi Daniel")
+NAME_GENDER = "name_gender"  # "Maria", "Maria Lopez": feminine, as "her sister" is (first names of one gender)
 KEEP_LINK = (
     "keep_link"  # a he / she whose best antecedent a rule refuses takes the best one allowed, even below the threshold
 )
@@ -434,6 +436,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         OBJECT,
         CHAT_NAMES,
         TURN_LABEL,
+        NAME_GENDER,
         KEEP_LINK,
     }
 )
@@ -963,8 +966,10 @@ class DocRules:
         she, so that it never shares a cluster with a pronoun or such a noun
         of the other gender. The head is the last word before a preposition,
         a relative word or a comma (less a possessive 's); behind a name
-        ("Abena", "John Lee"), the word that opens the name."""
-        if GENDERED_NOUNS not in self.enabled:
+        ("Abena", "John Lee"), the word that opens the name. NAME_GENDER:
+        a mention opened by a first name of one gender (gendered_words) has
+        that name's ("Maria", "Maria Lopez"; not "Sam", given to both)."""
+        if GENDERED_NOUNS not in self.enabled and NAME_GENDER not in self.enabled:
             return set()
         start = span[0]
         doc = self.doc
@@ -978,10 +983,20 @@ class DocRules:
         ):
             head -= 1
             word = doc[head].text.lower()
-        if word in MASCULINE_NOUNS:
+        if GENDERED_NOUNS in self.enabled and word in MASCULINE_NOUNS:
             return {"masculine"}
-        if word in FEMININE_NOUNS:
+        if GENDERED_NOUNS in self.enabled and word in FEMININE_NOUNS:
             return {"feminine"}
+        if NAME_GENDER in self.enabled:
+            # NAME_GENDER: the first name that opens a name ("Maria Lopez"), where no
+            # determiner or other word comes before it ("the Maria Lopez Foundation")
+            opening = head if _is_name_word(doc[head].text) else head + 1
+            if opening == start:
+                name = doc[opening].text
+                if name in MASCULINE_NAMES:
+                    return {"masculine"}
+                if name in FEMININE_NAMES:
+                    return {"feminine"}
         return set()
 
     def _conjunct_name_features(self, span: TokenSpan, coordination: bool) -> Set[str]:

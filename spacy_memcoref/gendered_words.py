@@ -1,5 +1,7 @@
 """The gendered words and first names that gender-swap augmentation swaps
-besides the pronouns (corpora/gender_swap.py), one token for one token.
+besides the pronouns (corpora/gender_swap.py), one token for one token; the
+names also give a name mention its gender in decoding
+(decoders/constraints.py, NAME_GENDER).
 
 Written for the project (Zhao et al. 2018 describe the method: swap
 gendered words, and names so that a text stays consistent). Each list is
@@ -224,3 +226,8 @@ def is_name_before_surname(word: str) -> bool:
     """A first name of the lists or a title: the capitalized word after it is
     a surname, which keeps its form."""
     return word in NAMES or word.lower() in TITLES
+
+
+# first names of one gender (the pairs above, less those given to both)
+MASCULINE_NAMES = frozenset(m for m, _ in NAME_PAIRS if m not in _BOTH)
+FEMININE_NAMES = frozenset(f for _, f in NAME_PAIRS if f not in _BOTH)
