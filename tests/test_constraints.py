@@ -191,6 +191,12 @@ def test_a_clause_candidate_gives_way_to_the_next_best_antecedent():
         ("The man 's hat was red .", "The man 's hat", False),
         ("The house where I was born is gone .", "The house where I was born", False),
         ("This is hers .", "This is hers", False),  # no noun before the verb: left to the model
+        # a verb in -ed and its object's determiner; not a naming participle, nor a short word in -ed
+        ("The surgeon recognised the nanny and invited her in .", "The surgeon recognised the nanny", True),
+        ("The chief hired a new assistant .", "The chief hired a new assistant", True),
+        ("I met a guy called the Invisible Man .", "a guy called the Invisible Man", False),
+        ("The bed the children shared was old .", "The bed the children shared", False),
+        ("The man painted red the door .", "The man painted red the door", False),
     ],
 )
 def test_a_mention_is_not_a_noun_phrase_and_its_verb(text, mention, clause):

@@ -375,6 +375,22 @@ def letter_parts(doc: Doc) -> Tuple[Optional[TokenSpan], Optional[TokenSpan]]:
     return greeting, signature
 
 
+# participles in -ed that follow a noun with a noun phrase after them: "a guy
+# called the Invisible Man" (OntoGUM's gold), "the student awarded the prize"
+NAMING_PARTICIPLES = frozenset(
+    "called named titled entitled dubbed nicknamed labelled labeled termed awarded elected appointed crowned".split()
+)
+
+
+def _is_past_verb(text: str) -> bool:
+    """A lower-case word in -ed of four letters or more ("hired",
+    "recognised"; not "red", "bed"), as a past tense reads, but for the
+    participles of NAMING_PARTICIPLES."""
+    return (
+        len(text) >= 4 and text.isalpha() and text.islower() and text.endswith("ed") and text not in NAMING_PARTICIPLES
+    )
+
+
 def has_word_character(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
@@ -854,10 +870,11 @@ class DocRules:
     def is_phrase_clause(self, span: TokenSpan) -> bool:
         """Whether a mention opened by a determiner holds its noun phrase and
         a finite be / have / do or modal verb right after the phrase's
-        head (the PHRASE_CLAUSE rule): "the apples were not, so we". A
-        preposition, relative word, comma or pronoun before the verb keeps
-        it a noun phrase ("the man who was there", "the pupil he ever
-        taught")."""
+        head (the PHRASE_CLAUSE rule): "the apples were not, so we"; or a
+        verb in -ed and its object's determiner ("The surgeon recognised
+        the nanny"; not "a guy called the Invisible Man"). A preposition,
+        relative word, comma or pronoun before the verb keeps it a noun
+        phrase ("the man who was there", "the pupil he ever taught")."""
         start, end = span
         doc = self.doc
         # every candidate span comes here: the first token decides most
@@ -870,6 +887,10 @@ class DocRules:
             if word in PHRASE_VERBS:
                 head = doc[i - 1].text
                 return head.isalpha() and head.islower() and head not in DETERMINERS
+            # a verb in -ed with its object's determiner after it: "the surgeon recognised the nanny"
+            if i < end and _is_past_verb(doc[i].text) and doc[i + 1].text.lower() in DETERMINERS:
+                head = doc[i - 1].text
+                return head.isalpha() and head.islower() and head.lower() not in DETERMINERS
         return False
 
     def is_coordination(self, span: TokenSpan) -> bool:
