@@ -745,9 +745,16 @@ def test_two_people_of_one_sentence_are_two_entities_unless_in_apposition_or_a_p
         ("The winner was the youngest player .", (0, 1), (3, 5)),  # a predicate
         ("The mayor , a teacher , spoke .", (0, 1), (3, 4)),  # an apposition
         ("The chief saw the chief .", (0, 1), (3, 4)),  # one head
+        ("The median is called both the second quartile .", (0, 1), (5, 7)),  # adverbs after the verb
     ):
         other = NLP(text)
         for token in other[1:]:
             token.is_sent_start = False
         assert not DocRules(other).distinct_in_sentence(a, b), text
     assert rules.distinct_in_sentence((0, 1), (3, 4))
+    # a predicate's verb of another clause makes no predicate of the second phrase
+    eggs = NLP("The eggs are in the fridge , but the flour ran out , so buy it .")
+    for token in eggs[1:]:
+        token.is_sent_start = False
+    assert DocRules(eggs).distinct_in_sentence((0, 1), (8, 9))
+    assert not DocRules(eggs, ALL_RULES - {SENTENCE_PEOPLE}).distinct_in_sentence((0, 1), (8, 9))

@@ -628,6 +628,42 @@ PREDICATE_WORDS = frozenset(
 )
 
 
+# words that may stand between a predicate's verb and its noun phrase ("was not
+# only the", "became also the", "is called both the")
+PREDICATE_TAIL = frozenset(
+    {
+        "not",
+        "n't",
+        "also",
+        "still",
+        "never",
+        "now",
+        "then",
+        "once",
+        "later",
+        "always",
+        "soon",
+        "only",
+        "just",
+        "already",
+        "often",
+        "usually",
+        "probably",
+        "perhaps",
+        "really",
+        "actually",
+        "clearly",
+        "simply",
+        "truly",
+        "originally",
+        "formerly",
+        "both",
+        "either",
+        "as",
+    }
+)
+
+
 def _is_conjunct_name_word(text: str) -> bool:
     """A capitalised word that may name a conjunct: no determiner or pronoun
     ("The", "His" open noun phrases)."""
@@ -1200,8 +1236,11 @@ class DocRules:
         gap = [self.doc[i].text for i in range(e1 + 1, s2)]
         if all(word in APPOSITION_GAP for word in gap):
             return False
-        # "the winner was the youngest player", "known as the Emperor": a predicate, not two people
-        return not any(word.lower() in PREDICATE_WORDS for word in gap)
+        # "the winner was the youngest player", "known as the Emperor": a predicate, not two people;
+        # only where the predicate's verb stands just before the second phrase ("The eggs are in
+        # the fridge, but the flour": the "are" is another clause's)
+        verbs = [k for k, word in enumerate(gap) if word.lower() in PREDICATE_WORDS]
+        return not verbs or not all(word.lower() in PREDICATE_TAIL for word in gap[verbs[-1] + 1 :])
 
     def symbol_only_difference(self, a: TokenSpan, b: TokenSpan) -> bool:
         """Whether one of two nested spans adds to the other only tokens
