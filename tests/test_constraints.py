@@ -32,6 +32,7 @@ from spacy_memcoref.decoders.constraints import (
     DocRules,
     conflict,
     grapheme_boundaries,
+    pick_antecedent,
     violations,
 )
 from spacy_memcoref.decoders.petra import decode_clusters
@@ -758,3 +759,21 @@ def test_two_people_of_one_sentence_are_two_entities_unless_in_apposition_or_a_p
         token.is_sent_start = False
     assert DocRules(eggs).distinct_in_sentence((0, 1), (8, 9))
     assert not DocRules(eggs, ALL_RULES - {SENTENCE_PEOPLE}).distinct_in_sentence((0, 1), (8, 9))
+
+
+def test_pick_antecedent_keeps_a_link_only_after_a_rule_refused_one_above_the_threshold():
+    # candidates 0, 1, 2 scored best first: 5.0 (above 0), then -1.0 and -2.0 (below)
+    antecedents, scores = [0, 1, 2], [5.0, -1.0, -2.0]
+    every = [True, True, True]
+    no_zero = lambda c: c != 0  # noqa: E731 -- a rule refuses candidate 0 only
+    assert pick_antecedent(antecedents, scores, 0.0, every, lambda c: True, keeps=True) == 0
+    assert pick_antecedent(antecedents, scores, 0.0, every, no_zero, keeps=True) == 1  # KEEP_LINK
+    assert pick_antecedent(antecedents, scores, 0.0, every, no_zero, keeps=False) == -1
+    # refused as no mention (allowed) counts as a rule's refusal too
+    assert pick_antecedent(antecedents, scores, 0.0, [False, True, True], lambda c: True, keeps=True) == 1
+    # a memory that let candidate 0 go: no rule refused it, so no link below the threshold
+    assert pick_antecedent(antecedents, scores, 0.0, every, lambda c: True, keeps=True, held={1, 2}) == -1
+    # ... unless a rule made it no mention
+    assert pick_antecedent(antecedents, scores, 0.0, [False, True, True], lambda c: True, True, held={1, 2}) == 1
+    # nothing above the threshold: nothing to keep
+    assert pick_antecedent(antecedents, [-0.5, -1.0, -2.0], 0.0, every, lambda c: True, keeps=True) == -1

@@ -143,7 +143,7 @@ link against the cluster it would join, in text order.
 """
 
 import bisect
-from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Container, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
 
 from spacy.tokens import Doc
 
@@ -1327,6 +1327,42 @@ class ClusterBuilder:
         """Clusters of two or more mentions, each sorted, by first mention."""
         groups = [sorted(set(self.spans[i] for i in members)) for members in self.members.values()]
         return sorted((g for g in groups if len(g) > 1), key=lambda c: c[0])
+
+
+def pick_antecedent(
+    antecedents: Sequence[int],
+    scores: Sequence[float],
+    threshold: float,
+    allowed: Sequence[bool],
+    may_link: Callable[[int], bool],
+    keeps: bool,
+    held: Optional[Container[int]] = None,
+) -> int:
+    """A mention's antecedent: the first of its antecedents (best first)
+    that scores above the threshold and that the rules let it join; -1:
+    none. The one home of the KEEP_LINK rule: once a rule refused an
+    antecedent above the threshold, a mention that `keeps` its link (a he /
+    she: DocRules.keeps_link) takes the next allowed one whatever its score.
+
+    allowed (Sequence[bool]): by candidate, whether it is a mention at all
+        (DocRules.is_mention).
+    may_link (Callable[[int], bool]): whether the mention may join this
+        antecedent's cluster (ClusterBuilder.may_link).
+    held (Optional[Container[int]]): the antecedents that may be read (a
+        bounded memory's); one not held is skipped, and counts as refused
+        only where a rule made it no mention. None: every one.
+    """
+    refused = False
+    for c, score in zip(antecedents, scores):
+        if not (score > threshold or (refused and keeps)):
+            break  # best first: none after it passes either
+        if held is not None and c not in held:  # let go by the memory (no rule's doing), or never held: a rule's
+            refused = refused or not allowed[c]
+            continue
+        if allowed[c] and may_link(c):
+            return c
+        refused = True
+    return -1
 
 
 def violations(doc: Doc, clusters: Sequence[Sequence[TokenSpan]]) -> Dict[str, int]:

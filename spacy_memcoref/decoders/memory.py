@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional
 import numpy
 
 from ..util import Clusters
-from .constraints import ClusterBuilder, DocRules
+from .constraints import ClusterBuilder, DocRules, pick_antecedent
 from .links import clusters_from_links
 from .predictions import Choices, Links
 
@@ -105,20 +105,15 @@ def read_memory(
     for q, (candidates, candidate_scores) in enumerate(zip(*choices)):
         if not allowed[q]:
             continue
-        chosen = -1
-        # a he / she one of whose held antecedents above the threshold a rule
-        # refused keeps a link, to the best held one the rules allow (KEEP_LINK)
-        keeps, refused = rules is not None and rules.keeps_link(spans[q]), False
-        for c, score in zip(candidates, candidate_scores):
-            if not (score > threshold or (refused and keeps)):
-                break  # best first: none after it passes either
-            if c not in held:  # let go by the memory (no rule's doing), or never held: a rule's
-                refused = refused or not allowed[c]
-                continue
-            if allowed[c] and (builder is None or builder.may_link(q, c)):
-                chosen = c
-                break
-            refused = True
+        chosen = pick_antecedent(
+            candidates,
+            candidate_scores,
+            threshold,
+            allowed,
+            lambda c: builder is None or builder.may_link(q, c),
+            rules is not None and rules.keeps_link(spans[q]),
+            held,
+        )
         if chosen >= 0:
             cell = held[chosen]
             if builder is not None:

@@ -28,7 +28,7 @@ from spacy.tokens import Doc
 from ..util import Clusters
 from ..doc_helpers.entity_vectors import ENDPOINTS_SOURCE
 from ..doc_helpers.memory_log import set_memory_log
-from .constraints import ALL_RULES, ClusterBuilder, DocRules
+from .constraints import ALL_RULES, ClusterBuilder, DocRules, pick_antecedent
 from .entity_vectors import pool_endpoints
 from .links import clusters_from_links
 from .memory import MemoryReading, check_memory_size, memory_log, read_memory
@@ -92,17 +92,17 @@ def constrained_antecedents(
     for q, (antecedents, antecedent_scores) in enumerate(zip(*choices)):
         if not allowed[q]:
             continue
-        # a he / she one of whose antecedents above the threshold a rule
-        # refused keeps a link, to the best the rules allow (KEEP_LINK)
-        keeps, refused = rules.keeps_link(spans[q]), False
-        for c, score in zip(antecedents, antecedent_scores):
-            if not (score > t or (refused and keeps)):
-                break  # best first: none after it passes either
-            if allowed[c] and builder.may_link(q, c):
-                builder.join(q, c)
-                chosen[q] = c
-                break
-            refused = True
+        c = pick_antecedent(
+            antecedents,
+            antecedent_scores,
+            t,
+            allowed,
+            lambda c: builder.may_link(q, c),
+            rules.keeps_link(spans[q]),
+        )
+        if c >= 0:
+            builder.join(q, c)
+            chosen[q] = c
     return chosen, builder.clusters()
 
 
