@@ -6,6 +6,7 @@ component's own decision, pronoun accuracy (scoring/pronouns.py), and the
 rule breaks left in the clusters.
 
     python benchmarks/decoding_rules.py MODEL GOLD.spacy [GOLD2.spacy ...] [--conditions "no rule;all rules (shipped)"]
+    python benchmarks/decoding_rules.py MODEL GOLD.spacy --conditions "all but couple;all rules (shipped)" --show-changes
 """
 
 import argparse
@@ -21,6 +22,8 @@ from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     CLAUSE,
     CONJUNCT_NAMES,
+    COUPLE,
+    COUPLE_THEY,
     COORDINATION,
     GENDERED_NOUNS,
     OBJECT,
@@ -85,6 +88,7 @@ CONDITIONS = {
     f"all but {OBJECT}": ALL_RULES - {OBJECT},
     f"all but {CHAT_NAMES}": ALL_RULES - {CHAT_NAMES},
     f"all but {TURN_LABEL}": ALL_RULES - {TURN_LABEL},
+    f"all but {COUPLE}, {COUPLE_THEY}": ALL_RULES - {COUPLE, COUPLE_THEY},
     "all rules (shipped)": ALL_RULES,
 }
 # every rule left out alone, the rules added since the list above among them
@@ -107,11 +111,18 @@ def main() -> None:
         help="semicolon-separated decodings to run (their labels in the table); default: all",
         default="",
     )
+    parser.add_argument(
+        "--show-changes",
+        action="store_true",
+        help="with two conditions: print each document whose clusters differ between them, both ways",
+    )
     args = parser.parse_args()
     wanted = [c.strip() for c in args.conditions.split(";") if c.strip()]
     unknown = [c for c in wanted if c not in CONDITIONS]
     if unknown:
         parser.error(f"unknown conditions {unknown}; known: {list(CONDITIONS)}")
+    if args.show_changes and len(wanted) != 2:
+        parser.error("--show-changes compares two conditions: name two in --conditions")
     quiet()
     nlp = load_pipeline(args.model)  # a folder, a shipped model by name or stored folder
     _, pipe = coref_components(nlp)[0]
@@ -126,6 +137,7 @@ def main() -> None:
         predictions = [pipe.predict([eg.predicted])[0] for eg in examples]
         predict_s = time.perf_counter() - started
         rows = []
+        decoded = {}  # condition -> each document's clusters as texts (--show-changes)
         for label, rules in CONDITIONS.items():
             if wanted and label not in wanted:
                 continue
@@ -135,6 +147,7 @@ def main() -> None:
                 doc = eg.predicted
                 clusters = decode(pipe, prediction, doc, rules)
                 write_clusters(doc, [[doc[s : e + 1] for s, e in c] for c in clusters], pipe.prefix)
+                decoded.setdefault(label, []).append([[doc[s : e + 1].text for s, e in c] for c in clusters])
                 for key, n in violations(doc, clusters).items():
                     broken[key] += n
             decode_s = time.perf_counter() - started
@@ -157,6 +170,13 @@ def main() -> None:
         print(
             f"{args.model} on {path}: {len(refs)} docs, {sum(len(r) for r in refs)} tokens, prediction {predict_s:.1f} s"
         )
+        if args.show_changes:
+            first, second = wanted
+            for ref, a, b in zip(refs, decoded[first], decoded[second]):
+                if a != b:
+                    print(f"  {ref.user_data.get('doc_id', '?')}: {ref.text[:200]!r}")
+                    print(f"    {first}: {[c for c in a if c not in b]}")
+                    print(f"    {second}: {[c for c in b if c not in a]}")
         print(
             table(
                 [

@@ -10,6 +10,8 @@ from spacy_memcoref.decoders.constraints import (
     ALL_RULES,
     CLAUSE,
     CONJUNCT_NAMES,
+    COUPLE,
+    COUPLE_THEY,
     COORDINATION,
     PHRASE_CLAUSE,
     POSSESSOR,
@@ -265,9 +267,9 @@ def test_a_noun_of_one_gender_is_never_a_pronoun_or_noun_of_the_other():
     # the head, behind a name or a title; no feature for ungendered nouns and names not known
     # to be of one gender (NAME_GENDER's lists)
     rules = DocRules(NLP("his sister Abena Mensah , Mr. Lee , the king 's daughter , Kim , the teacher"))
-    assert rules.features((0, 3)) == {"feminine", "owned@0"}  # (and the possessive's, POSSESSOR)
-    assert rules.features((5, 6)) == {"masculine"}
-    assert rules.features((8, 11)) == {"feminine"}
+    assert rules.features((0, 3)) == {"feminine", "one-person", "owned@0"}  # (and the possessive's, POSSESSOR)
+    assert rules.features((5, 6)) == {"masculine", "one-person"}
+    assert rules.features((8, 11)) == {"feminine", "one-person"}
     assert rules.features((13, 13)) == frozenset() and rules.features((15, 16)) == frozenset()
 
 
@@ -283,10 +285,11 @@ def test_a_first_name_of_one_gender_is_that_gender():
     # the name's first word, opening the mention; names given to both genders, and a name after
     # another word ("the Maria Lopez Foundation"), have none
     rules = DocRules(NLP("Maria Lopez , Pierre , Sam , Jordan , the Maria Lopez Foundation , Maria 's"))
-    assert rules.features((0, 1)) == {"feminine"} and rules.features((3, 3)) == {"masculine"}
+    assert rules.features((0, 1)) == {"feminine", "one-person"}
+    assert rules.features((3, 3)) == {"masculine", "one-person"}
     assert rules.features((5, 5)) == frozenset() and rules.features((7, 7)) == frozenset()
     assert rules.features((9, 12)) == frozenset()
-    assert rules.features((14, 14)) == {"feminine"}
+    assert rules.features((14, 14)) == {"feminine", "one-person"}
 
 
 def test_a_verbs_object_pronoun_is_not_its_subject():
@@ -439,6 +442,14 @@ def test_a_coordination_of_two_is_never_he_or_she():
     ):
         assert not DocRules(NLP(text)).is_coordination((0, words - 1)), text
     assert DocRules(NLP("Tom and Anna")).is_coordination((0, 2))
+    # a mention of one gender by its noun or first name is one person too
+    doc = NLP("Kim and Bo married . Later Bo said her husband drew the plans , and Maria agreed with Sam .")
+    rules = DocRules(doc)
+    couple = rules.features((0, 2))
+    assert conflict(couple | rules.features((8, 9))) and conflict(couple | rules.features((15, 15)))
+    assert not conflict(couple | rules.features((18, 18)))  # "Sam": a name given to both
+    without = DocRules(doc, ALL_RULES - {COORDINATION})
+    assert not conflict(without.features((0, 2)) | without.features((8, 9)))
 
 
 def test_a_couple_is_not_one_of_its_members_named_again():
@@ -450,7 +461,8 @@ def test_a_couple_is_not_one_of_its_members_named_again():
     prediction = _prediction(doc, spans, {3: [(1, 3.0)], 4: [(1, 4.0), (0, 3.0)], 5: [(4, 5.0)]})
     decoder = S2EDecoder(0.0)
     # without the rule "Ian" joins the couple, and "his" (one person) can then join nothing
-    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CONJUNCT_NAMES})) == [
+    # (COUPLE_THEY, which keeps one of a couple from its "they", would keep Ian out too)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {CONJUNCT_NAMES, COUPLE_THEY})) == [
         ["Ian and Morag", "they", "Ian"]
     ]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Ian", "Ian", "his"], ["Ian and Morag", "they"]]
@@ -460,6 +472,44 @@ def test_a_couple_is_not_one_of_its_members_named_again():
     assert {"group-name:holm", "group-name:ferreira", "group-name:tomás"} <= group
     assert conflict(group | holm) and not conflict(group | bo)
     assert not any(f.startswith("group-name:the") for f in DocRules(NLP("The cat and the dog")).features((0, 4)))
+
+
+def test_the_two_of_a_couple_are_two_and_they_is_both():
+    # the everyday set's architects: "Ferreira" and "Holm" were put in one cluster with "they"
+    doc = NLP("Tomás Ferreira and Ingrid Holm met . Ferreira grew up in Porto and Holm in Malmö ; they married .")
+    tomas, group, ferreira, holm, they = (0, 1), (0, 4), (7, 7), (13, 13), (17, 17)
+    spans = [tomas, group, ferreira, holm, they]
+    # "Ferreira" takes "Tomás Ferreira"; "Holm" prefers "Ferreira"; "they" prefers "Ferreira", then the couple
+    prediction = _prediction(doc, spans, {2: [(0, 4.0)], 3: [(2, 2.0)], 4: [(2, 1.3), (1, 0.2)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COUPLE, COUPLE_THEY})) == [
+        ["Tomás Ferreira", "Ferreira", "Holm", "they"]
+    ]
+    # COUPLE alone keeps Holm out; COUPLE_THEY alone sends "they" to the couple
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COUPLE_THEY})) == [
+        ["Tomás Ferreira", "Ferreira", "they"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {COUPLE})) == [
+        ["Tomás Ferreira", "Ferreira", "Holm"],
+        ["Tomás Ferreira and Ingrid Holm", "they"],
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [
+        ["Tomás Ferreira", "Ferreira"],
+        ["Tomás Ferreira and Ingrid Holm", "they"],
+    ]
+    # a possessive and a noun before the second name; a word both names hold names neither
+    kin = DocRules(NLP("Kofi Mensah and his sister Abena ran . Abena won ."), frozenset({COUPLE}))
+    assert conflict(kin.features((0, 1)) | kin.features((8, 8)))
+    smiths = DocRules(NLP("Tom Smith and Anna Smith met . Smith left ."), frozenset({COUPLE}))
+    assert smiths.features((7, 7)) == frozenset() and conflict(smiths.features((0, 1)) | smiths.features((3, 4)))
+    # "Jordan and their sister Beth": the text calls Jordan "they", so "them" may be Jordan; Beth is no "they"
+    jordan = NLP("Jordan and their sister Beth opened a shop . Beth agrees with them .")
+    rules = DocRules(jordan, frozenset({COUPLE_THEY}))
+    them = rules.features((12, 12))
+    assert not conflict(rules.features((0, 0)) | them) and conflict(rules.features((9, 9)) | them)
+    # no couple in the text: no feature, for names and pronouns alike
+    alone = DocRules(NLP("Tom met Anna . They left ."), frozenset({COUPLE, COUPLE_THEY}))
+    assert alone.features((0, 0)) == frozenset() and not conflict(alone.features((0, 0)) | alone.features((4, 4)))
 
 
 def test_they_is_never_he_or_she():

@@ -88,14 +88,30 @@ groups, resolved text, entity records, `annotate`):
 - **two are not one**: a coordination of two noun phrases ("my sister and
   her husband", "Tom and Anna": a phrase, *and*, then a word that opens a
   noun phrase or a name; not after *of*, *between*, a comma or a relative
-  word) never shares a cluster with he / she / I and their forms. In
-  OntoGUM's gold no cluster of train or dev has both (4 have one with "it":
-  a ride's title, a wine blend; "it" is left alone);
+  word) never shares a cluster with he / she / I and their forms, nor with
+  a mention of one gender by its noun or first name ("her husband",
+  "Maria": GENDERED_NOUNS and NAME_GENDER's, one person). In OntoGUM's gold
+  no cluster of train or dev has a coordination and such a pronoun (4 have
+  one with "it": a ride's title, a wine blend; "it" is left alone); 1 of
+  3,895 train clusters has one and such a noun ("Gerald and Sherri
+  Padalecki" with "His father"), none of dev's 529;
 - **a couple is not one of them** (CONJUNCT_NAMES): a coordination never
   shares a cluster with a name whose words include one of the
   coordination's capitalised words ("Ian and Morag ... they ... Ian spent
   his working life": Ian alone is not the couple). In OntoGUM's gold 2 of
   3,895 train clusters (none of dev's 529) have both;
+- **the two of a couple are two** (COUPLE): in a coordination of two names
+  ("Tomás Ferreira and Ingrid Holm", "Kofi Mensah and his sister Abena":
+  `name_couples`), a name whose words meet one and not the other is that
+  one, and never shares a cluster with a name of the other ("Ferreira" and
+  "Holm"). No gold cluster of OntoGUM train or dev, nor of the everyday
+  set, has both;
+- **"they" is both, not one** (COUPLE_THEY): where a text has such a
+  couple, they / them / their and their forms never share a cluster with a
+  name of one of the two, unless the coordination itself calls the first
+  "they" ("Jordan and their sister Beth"). OntoGUM's gold has 2 of 3,895
+  train and 1 of 529 dev clusters with both (an organisation as "they":
+  "Google ... their");
 - **"they" is not "he" or "she"** (THEY): they / them / their / theirs /
   themselves / themself never share a cluster with he / she and their
   forms; singular "they" for a person stays free against names and noun
@@ -212,6 +228,12 @@ def pronoun_features(text: str) -> FrozenSet[str]:
 # "name:anna" of "Anna", "group-name:anna" of "Tom and Anna"
 NAME_OF = "name:"
 GROUP_NAME = "group-name:"
+# a name of one of two coordinated names (COUPLE): "conjunct@3.0" for "Ferreira"
+# of "Tomás Ferreira and Ingrid Holm" (its "and" at token 3, the first name),
+# "conjunct@3.1" for "Holm"; a plural pronoun and a name of either (COUPLE_THEY)
+CONJUNCT_AT = "conjunct@"
+ONE_OF_COUPLE = "one-of-couple"
+COUPLE_PRONOUN = "they-of-couple"
 # a speaker's first- and second-person mentions: "I@NAME", "you@NAME"
 SPEAKER_SEP = "@"
 # a voice's persons (the VOICE rule): "I~VOICE", "you~VOICE", "third~VOICE"
@@ -237,6 +259,12 @@ def conflict(features: Set[str]) -> bool:
     # a coordination's conjunct named again alone is one of the two (CONJUNCT_NAMES)
     named = {f[len(NAME_OF) :] for f in features if f.startswith(NAME_OF)}
     if named and any(f[len(GROUP_NAME) :] in named for f in features if f.startswith(GROUP_NAME)):
+        return True
+    # the two names of a couple are two people (COUPLE); "they" is both, not one (COUPLE_THEY)
+    conjuncts = [f[len(CONJUNCT_AT) :] for f in features if f.startswith(CONJUNCT_AT)]
+    if len(conjuncts) > 1 and len({c.rpartition(".")[0] for c in conjuncts}) < len(conjuncts):
+        return True
+    if ONE_OF_COUPLE in features and COUPLE_PRONOUN in features:
         return True
     speakers_i = {f.split(SPEAKER_SEP, 1)[1] for f in features if f.startswith("I" + SPEAKER_SEP)}
     if len(speakers_i) > 1:
@@ -428,6 +456,8 @@ OBJECT = "object"  # a verb's object pronoun is not its subject ("The assistant 
 CHAT_NAMES = "chat_names"  # in a chat whose speakers are named, a name no speaker has is no speaker's I or you
 TURN_LABEL = "turn_label"  # a mention is a turn's "Name:" label alone or stays out of it ("Grace: Hi Daniel")
 NAME_GENDER = "name_gender"  # "Maria", "Maria Lopez": feminine, as "her sister" is (first names of one gender)
+COUPLE = "couple"  # "Tomás Ferreira and Ingrid Holm": a name of one ("Ferreira") never with a name of the other
+COUPLE_THEY = "couple_they"  # ... and they / them / their never with a name of one of them: the two are "they"
 KEEP_LINK = (
     "keep_link"  # a he / she whose best antecedent a rule refuses takes the best one allowed, even below the threshold
 )
@@ -446,6 +476,8 @@ ALL_RULES: FrozenSet[str] = frozenset(
         PUNCT_EDGE,
         COORDINATION,
         CONJUNCT_NAMES,
+        COUPLE,
+        COUPLE_THEY,
         THEY,
         POSSESSOR,
         GENDERED_NOUNS,
@@ -664,6 +696,45 @@ PREDICATE_TAIL = frozenset(
 )
 
 
+def name_couples(doc: Doc) -> List[Tuple[int, FrozenSet[str], FrozenSet[str], bool]]:
+    """The Doc's coordinations of two names (COUPLE): each "and" / "&"
+    between a run of name words and another ("Tomás Ferreira and Ingrid
+    Holm"; the second may follow a possessive and one or two lower-case
+    words: "Kofi Mensah and his sister Abena"), as (the "and"'s token, the
+    first's lower-case words, the second's, whether the text calls the first
+    "they": "Jordan and their sister Beth"), the words both hold left out of
+    both ("Tom Smith and Anna Smith": "smith" names neither)."""
+    couples = []
+    for token in doc:
+        if token.text.lower() not in ("and", "&"):
+            continue
+        i = token.i
+        left: List[str] = []
+        j = i - 1
+        while j >= 0 and _is_conjunct_name_word(doc[j].text):
+            left.append(doc[j].text.lower())
+            j -= 1
+        k = i + 1
+        first_is_they = k < len(doc) and doc[k].text.lower() == "their"
+        if k < len(doc) and doc[k].text.lower() in POSSESSIVE_DETERMINERS:
+            # "his sister Abena": a possessive, one or two lower-case words, then the name
+            k += 1
+            words = 0
+            while k < len(doc) and words < 2 and doc[k].text.isalpha() and doc[k].text.islower():
+                k, words = k + 1, words + 1
+            if not words:
+                continue
+        right: List[str] = []
+        while k < len(doc) and _is_conjunct_name_word(doc[k].text):
+            right.append(doc[k].text.lower())
+            k += 1
+        shared = set(left) & set(right)
+        first, second = frozenset(left) - shared, frozenset(right) - shared
+        if first and second:
+            couples.append((i, first, second, first_is_they))
+    return couples
+
+
 def _is_conjunct_name_word(text: str) -> bool:
     """A capitalised word that may name a conjunct: no determiner or pronoun
     ("The", "His" open noun phrases)."""
@@ -803,6 +874,7 @@ class DocRules:
         self._conjunct_words: FrozenSet[str] = (
             conjunct_name_words(doc) if CONJUNCT_NAMES in self.enabled else frozenset()
         )
+        self._couples = name_couples(doc) if self.enabled & {COUPLE, COUPLE_THEY} else []
         # TURN_LABEL: each turn whose text opens with its speaker's name and a colon, as a pasted chat's
         # do: the name's first token and the colon's, in text order
         self._label_starts: List[int] = []
@@ -960,6 +1032,7 @@ class DocRules:
             | self._speaker_name_feature(span)
             | self._chat_third_name_feature(span)
             | self._conjunct_name_features(span, coordination)
+            | self._couple_features(span)
         )
         if POSSESSOR in self.enabled and self.doc[start].text.lower() in POSSESSIVE_DETERMINERS:
             letter.add(f"{OWNER_AT if start == end else OWNED_AT}{start}")
@@ -972,17 +1045,19 @@ class DocRules:
         if start != end:
             if COORDINATION in self.enabled and coordination:
                 return frozenset({"two-people"} | letter)
-            return frozenset(letter | self._noun_gender(span))
+            return frozenset(letter | self._one_gendered_person(span))
         word = self.doc[start].text.strip().lower()
         found = set(pronoun_features(word)) if PRONOUNS in self.enabled else set()
         if COORDINATION in self.enabled and word in ONE_PERSON:
             found.add("one-person")
+        if COUPLE_THEY in self.enabled and self._couples and word in THIRD_PLURAL:
+            found.add(COUPLE_PRONOUN)
         if THEY in self.enabled and word in THIRD_PLURAL:
             found.add(THEY_FEATURE)
         elif THEY in self.enabled and (word in MASCULINE or word in FEMININE):
             found.add(HE_SHE_FEATURE)
         if not found:
-            found |= self._noun_gender(span)
+            found |= self._one_gendered_person(span)
         speaker = self._speakers.get(start)
         person = (
             "I"
@@ -1015,6 +1090,13 @@ class DocRules:
         if start == end and self.doc[start].text.lower() in POSSESSIVE_DETERMINERS:
             return True
         return end + 1 < len(self.doc) and self.doc[end + 1].text.lower() in POSSESSIVE
+
+    def _one_gendered_person(self, span: TokenSpan) -> Set[str]:
+        """A mention's gender (`_noun_gender`) and, where it has one, that it
+        is one person (COORDINATION: "her husband" is not "Tomás Ferreira
+        and Ingrid Holm"; the nouns are singular)."""
+        gender = self._noun_gender(span)
+        return gender | {"one-person"} if gender and COORDINATION in self.enabled else gender
 
     def _noun_gender(self, span: TokenSpan) -> Set[str]:
         """GENDERED_NOUNS: "masculine" or "feminine" for a mention whose head
@@ -1072,6 +1154,29 @@ class DocRules:
             return {GROUP_NAME + w.lower() for w in words if _is_conjunct_name_word(w)}
         name = self._name_of(span)
         return {NAME_OF + w for w in name if w in self._conjunct_words} if name is not None else set()
+
+    def _couple_features(self, span: TokenSpan) -> Set[str]:
+        """COUPLE: a name whose words meet one name of a coordination of two
+        (`name_couples`) and not the other is that one ("conjunct@3.0" for
+        "Ferreira" of "Tomás Ferreira and Ingrid Holm"); COUPLE_THEY: it is
+        one of a couple (ONE_OF_COUPLE), which a plural pronoun is not,
+        unless the text calls it "they" in the coordination itself."""
+        if not self._couples:
+            return set()
+        name = self._name_of(span)
+        if name is None:
+            return set()
+        words = set(name)
+        found = set()
+        for at, first, second, first_is_they in self._couples:
+            side = 0 if words & first and not words & second else 1 if words & second and not words & first else -1
+            if side >= 0:
+                if COUPLE in self.enabled:
+                    found.add(f"{CONJUNCT_AT}{at}.{side}")
+                # "Jordan and their sister Beth": Jordan is a "they" of one
+                if COUPLE_THEY in self.enabled and not (side == 0 and first_is_they):
+                    found.add(ONE_OF_COUPLE)
+        return found
 
     def _speaker_name_feature(self, span: TokenSpan) -> Set[str]:
         """A name that names a speaker (`speaker_names`) is that speaker's
