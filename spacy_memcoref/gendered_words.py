@@ -1,7 +1,8 @@
 """The gendered words and first names that gender-swap augmentation swaps
 besides the pronouns (corpora/gender_swap.py), one token for one token; the
 names also give a name mention its gender in decoding
-(decoders/constraints.py, NAME_GENDER).
+(decoders/constraints.py, NAME_GENDER), with more names that decoding
+alone reads (MORE_NAME_PAIRS).
 
 Written for the project (Zhao et al. 2018 describe the method: swap
 gendered words, and names so that a text stays consistent). Each list is
@@ -184,6 +185,43 @@ NAME_PAIRS: List[Tuple[str, str]] = [
     ("Mason", "Abigail"),
     ("Leo", "Chloe"),
 ]
+# common first names of one gender from more languages (South Asian, Arabic,
+# Akan, Igbo, Japanese, Russian, Nordic, Iberian, Italian, Polish, German,
+# Turkish, Greek), which give a name its gender in decoding only: swapped by
+# the gender mirror too they cost the offline s2e 1.8 points of everyday
+# pronouns (benchmarks/RESULTS.md, "Session 39")
+MORE_NAME_PAIRS: List[Tuple[str, str]] = [
+    ("Raj", "Priya"),
+    ("Arjun", "Ananya"),
+    ("Rahul", "Pooja"),
+    ("Vikram", "Deepa"),
+    ("Sanjay", "Anjali"),
+    ("Omar", "Aisha"),
+    ("Hassan", "Layla"),
+    ("Mustafa", "Yasmin"),
+    ("Kofi", "Abena"),
+    ("Kwame", "Ama"),
+    ("Chinedu", "Ngozi"),
+    ("Emeka", "Chioma"),
+    ("Takeshi", "Keiko"),
+    ("Kenji", "Yumiko"),
+    ("Sergei", "Svetlana"),
+    ("Dmitri", "Natasha"),
+    ("Lars", "Ingrid"),
+    ("Sven", "Astrid"),
+    ("Tomás", "Inês"),
+    ("João", "Beatriz"),
+    ("Diego", "Carmen"),
+    ("Javier", "Elena"),
+    ("Giuseppe", "Giulia"),
+    ("Matteo", "Chiara"),
+    ("Piotr", "Agnieszka"),
+    ("Jakub", "Zofia"),
+    ("Klaus", "Ursula"),
+    ("Jürgen", "Heike"),
+    ("Mehmet", "Ayşe"),
+    ("Giorgos", "Eleni"),
+]
 # Kelly, Jordan and Jean are given to both genders and Wei is a surname: kept
 # out of the pairs below
 _BOTH = {"Kelly", "Jordan", "Jean", "Wei"}
@@ -229,5 +267,5 @@ def is_name_before_surname(word: str) -> bool:
 
 
 # first names of one gender (the pairs above, less those given to both)
-MASCULINE_NAMES = frozenset(m for m, _ in NAME_PAIRS if m not in _BOTH)
-FEMININE_NAMES = frozenset(f for _, f in NAME_PAIRS if f not in _BOTH)
+MASCULINE_NAMES = frozenset(m for m, _ in NAME_PAIRS + MORE_NAME_PAIRS if m not in _BOTH)
+FEMININE_NAMES = frozenset(f for _, f in NAME_PAIRS + MORE_NAME_PAIRS if f not in _BOTH)

@@ -290,6 +290,12 @@ def test_a_first_name_of_one_gender_is_that_gender():
     assert rules.features((5, 5)) == frozenset() and rules.features((7, 7)) == frozenset()
     assert rules.features((9, 12)) == frozenset()
     assert rules.features((14, 14)) == {"feminine", "one-person"}
+    # names of more languages give their gender in decoding, and the gender mirror leaves them as they are
+    from spacy_memcoref.gendered_words import swap_name
+
+    more = DocRules(NLP("Priya , Kofi , Ingrid"))
+    assert "feminine" in more.features((0, 0)) and "masculine" in more.features((2, 2))
+    assert "feminine" in more.features((4, 4)) and swap_name("Priya") == "Priya"
 
 
 def test_a_verbs_object_pronoun_is_not_its_subject():
