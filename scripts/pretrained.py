@@ -1,8 +1,8 @@
 """Rebuild one trained model that ships inside the package, from its recipe
 in configs/pretrained/NAME.json: train (`spacy train` by scripts/train.py,
 with the recipe's config, overrides and seed; a recipe with a "source"
-fine-tunes that shipped model, saved first by scripts/warm_start.py with
-the recipe's settings), tune the decision (s2e: link
+fine-tunes that shipped model, which scripts/train.py saves first with the
+settings of the config's [warm_start] block), tune the decision (s2e: link
 threshold on dev, for model-best and model-last, the better kept; PeTra:
 calibration and threshold on validation), then store what training
 changed (`python -m spacy_memcoref pretrained-build`, in the recipe's
@@ -70,21 +70,9 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     if encoder is not None:
         overrides += ["--paths.encoder", encoder_dir or encoder["name"]]
     tune = tune_command(recipe)
-    warm: List[List[str]] = []
     source = recipe.get("source")
-    if source is not None:  # fine-tuning a shipped model: saved with the recipe's settings first
-        settings = [item for key, value in source["set"].items() for item in ("--set", f"{key}={json.dumps(value)}")]
-        warm = [
-            [
-                python,
-                str(Path("scripts", "warm_start.py")),
-                source["model"],
-                str(run / "source"),
-                "--replace",
-                *settings,
-            ]
-        ]
-        overrides += ["--paths.source", str(run / "source")]
+    if source is not None:  # fine-tuning a shipped model: scripts/train.py saves it with the config's settings
+        overrides += ["--s2e", source["model"]]
     # s2e: as the project's tune-s2e step, the last checkpoint is tuned beside
     # the best one (the best at the decision 0 is not always the best tuned)
     also = ["--also", str(run / "model-last")] if tune == "tune-link-threshold" else []
@@ -93,8 +81,7 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     if encoder is not None:
         store.append(f"--encoder={encoder['name']}")
     return [
-        *warm,
-        [  # through scripts/train.py, for the environment it gives `spacy train`
+        [  # through scripts/train.py (which makes a fine-tuning config's source), for the environment it gives `spacy train`
             python,
             str(Path("scripts", "train.py")),
             recipe["config"],

@@ -124,7 +124,7 @@ def test_bad_memory_loss_sizes_are_refused(override, message):
         spacy.blank("en").add_pipe("memcoref", config=s2e_config(**override))
 
 
-MEMORY_PRESETS = {"petra_ontogum.cfg": "s2e.cfg", "petra_ontogum_base.cfg": "s2e_base.cfg"}
+MEMORY_PRESETS = {"petra_ontogum.cfg": "s2e.cfg", "petra_ontogum_base_scratch.cfg": "s2e_base.cfg"}
 
 
 @pytest.mark.parametrize("memory_preset, s2e_preset", sorted(MEMORY_PRESETS.items()))

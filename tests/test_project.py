@@ -1209,37 +1209,124 @@ def test_train_wrapper_turns_on_huge_pages_unless_the_caller_set_them(monkeypatc
 def test_shipped_models_train_through_the_train_wrapper(name):
     steps = load_script("pretrained").commands(name, -1)
     recipe = srsly.read_json(REPO / "configs" / "pretrained" / f"{name}.json")["recipe"]
-    # a recipe with a source saves that model first, then trains from it
     (train,) = [command for command in steps if command[1] == "scripts/train.py"]
-    assert steps.index(train) == (1 if "source" in recipe else 0) and (REPO / train[1]).is_file()
-    spacy_train = load_script("train").train_argv(train[2:])
+    assert steps.index(train) == 0 and (REPO / train[1]).is_file()
+    # a recipe with a source hands that model to the wrapper, which saves it before training
+    args, s2e = load_script("train")._take_option(train[2:], "--s2e")
+    assert s2e == recipe.get("source", {}).get("model")
+    spacy_train = load_script("train").train_argv(args)
     # the recipe reaches `memcoref train` whole: its config first, every setting kept
-    assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == train[2:]
+    assert spacy_train[1:5] == ["-m", "spacy_memcoref", "train", recipe["config"]] and spacy_train[4:] == args
     assert spacy_train[spacy_train.index("--system.seed") + 1] == str(recipe["seed"])
 
 
-def test_a_recipe_with_a_source_fine_tunes_that_shipped_model_with_its_settings():
-    """petra-ontogum fine-tunes the shipped s2e-ontogum: scripts/warm_start.py
-    saves it (before training, replacing an earlier save when a stopped
-    recipe runs again) with every setting the recipe names, and training
-    reads that folder as paths.source, which the config's component sources."""
+def test_a_recipe_with_a_source_fine_tunes_that_shipped_model_with_its_configs_settings():
+    """petra-ontogum fine-tunes the shipped s2e-ontogum: scripts/train.py is
+    given it as --s2e, and the config's [warm_start] block (the one home of
+    the settings the source is saved with) trains for the memory it reads."""
     from spacy.util import load_config
 
     recipe = srsly.read_json(REPO / "configs" / "pretrained" / "petra-ontogum.json")["recipe"]
-    warm, train = load_script("pretrained").commands("petra-ontogum", -1)[:2]
-    source = str(Path("training", "pretrained", "petra-ontogum", "source"))
-    assert warm[1:5] == ["scripts/warm_start.py", recipe["source"]["model"], source, "--replace"]
+    (train, *_) = load_script("pretrained").commands("petra-ontogum", -1)
+    assert train[1] == "scripts/train.py" and train[train.index("--s2e") + 1] == recipe["source"]["model"]
     assert (REPO / "spacy_memcoref" / "pretrained_models" / recipe["source"]["model"]).is_dir()
-    settings = dict(load_script("warm_start").parse_setting(item) for item in warm[6::2])
-    assert warm[5::2] == ["--set"] * len(settings) and settings == recipe["source"]["set"]
-    assert settings["memory_cells"] == settings["model.memory_loss_cells"] > 0  # trained for the memory it reads
-    assert train[train.index("--paths.source") + 1] == source
-    config = load_config(REPO / recipe["config"], interpolate=False)
-    assert config["components"]["memcoref"] == {"source": "${paths.source}"}
+    assert set(recipe["source"]) == {"model"}  # the settings live in the config alone
+    config = load_config(REPO / recipe["config"], interpolate=True)
+    warm = config["components"]["memcoref"]["warm_start"]
+    assert warm["set"]["memory_cells"] == warm["set"]["model"]["memory_loss_cells"] > 0
+    assert warm["fallback"] == recipe["source"]["model"] and warm["encoder"] is None
     # project.yml rebuilds the source before the model made from it
     lines = commands(load_project())["train-pretrained"]["script"]
     order = [line.split()[2] for line in lines if line.startswith("python scripts/pretrained.py")]
     assert order.index(recipe["source"]["model"]) < order.index("petra-ontogum")
+
+
+@pytest.mark.parametrize("config_name", ["petra_ontogum_finetune.cfg", "petra_ontogum_base.cfg"])
+def test_the_fine_tuning_presets_name_a_shipped_s2e_on_their_own_encoder(config_name):
+    """Each fine-tuning preset's fallback is a shipped s2e on the encoder the
+    preset asks for, so the project step runs without the workflow's s2e."""
+    from spacy.util import load_config
+
+    warm = load_config(REPO / "configs" / config_name, interpolate=True)["components"]["memcoref"]["warm_start"]
+    shipped = load_config(REPO / "spacy_memcoref" / "pretrained_models" / warm["fallback"] / "config.cfg")
+    encoder = shipped["components"]["memcoref"]["model"]["tok2vec"]["name"]
+    assert load_script("train").same_encoder(encoder, warm["encoder"])
+    assert warm["set"] == {
+        "memory_cells": 40,
+        "memory_mentions": 8,
+        "model": {"memory_loss_cells": 40, "memory_loss_mentions": 8},
+    }
+
+
+def _fine_tuning_config(folder: Path, s2e: Path, **warm_start) -> Path:
+    """configs/petra_ontogum_finetune.cfg made tiny: 2 steps on the TRAIN
+    documents, its [warm_start] asking for the tok2vec of `s2e`."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.util import load_config
+
+    from conftest import make_examples
+
+    nlp = spacy.load(s2e)
+    docs = DocBin(store_user_data=True)
+    for eg in make_examples(nlp):
+        docs.add(eg.reference)
+    docs.to_disk(folder / "train.spacy")
+    config = load_config(REPO / "configs" / "petra_ontogum_finetune.cfg", interpolate=False)
+    config["training"].update(max_steps=2, eval_frequency=1)
+    config["training"]["batcher"]["size"]["rate"] = 40
+    config["training"]["optimizer"]["learn_rate"]["warmup_steps"] = 1
+    config["training"]["before_update"]["numpy_dropout"] = False
+    arch = nlp.config["components"]["memcoref"]["model"]["tok2vec"]["@architectures"]
+    config["components"]["memcoref"]["warm_start"].update({"encoder": arch, **warm_start})
+    path = folder / "finetune.cfg"
+    config.to_disk(path)
+    return path
+
+
+def test_a_fine_tuning_config_trains_the_s2e_it_is_given_under_its_settings(trained_s2e, tmp_path, capsys):
+    """scripts/train.py saves the s2e given by --s2e with the config's
+    settings (the project's memory_cells override among them, the loss tied
+    to it) into OUTPUT/source and fine-tunes it; run again, it resumes from
+    the same source."""
+    import spacy
+
+    config = _fine_tuning_config(tmp_path, trained_s2e.path, fallback="no-such-model")
+    corpus = str(tmp_path / "train.spacy")
+    out = tmp_path / "run"
+    argv = [str(config), "--s2e", str(trained_s2e.path), "--output", str(out), "--gpu-id", "-1"]
+    argv += ["--paths.train", corpus, "--paths.dev", corpus, "--components.memcoref.memory_cells", "3"]
+    argv += ["--components.memcoref.model.tok2vec.name", "config", "--training.max_steps", "config"]
+    train = load_script("train")
+    assert train.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"fine-tuning {trained_s2e.path}" in printed and "memory_cells = 3" in printed
+    source = spacy.load(out / "source").config["components"]["memcoref"]
+    assert (source["memory_cells"], source["memory_mentions"]) == (3, 8)
+    assert (source["model"]["memory_loss_cells"], source["model"]["memory_loss_mentions"]) == (3, 8)
+    trained = spacy.load(out / "model-last")
+    assert trained.config["components"]["memcoref"]["memory_cells"] == 3
+    assert any(doc._.memory_log for doc in trained.pipe(text for text, _ in TRAIN))
+    # the command it runs names the source it made
+    assert train.fine_tune_source(argv[:1] + argv[3:], str(trained_s2e.path), write=False)[-2:] == [
+        "--paths.source",
+        str(out / "source"),
+    ]
+
+
+def test_a_fine_tuning_config_without_an_s2e_on_its_encoder_says_which_it_tried(trained_s2e, tmp_path, capsys):
+    config = _fine_tuning_config(tmp_path, trained_s2e.path, fallback="no-such-model", encoder="roberta-base")
+    argv = [str(config), "--s2e", str(trained_s2e.path), "--output", str(tmp_path / "run"), "--dry-run"]
+    assert load_script("train").main(argv) == 2
+    err = capsys.readouterr().err
+    assert "fine-tunes a trained s2e on roberta-base" in err
+    assert f"{trained_s2e.path} is on spacy.Tok2Vec.v2" in err and "no-such-model not found" in err
+    assert not (tmp_path / "run").exists()
+    # a setting the source does not have is refused before anything trains
+    config = _fine_tuning_config(tmp_path, trained_s2e.path)
+    argv = [str(config), "--s2e", str(trained_s2e.path), "--output", str(tmp_path / "run2")]
+    with pytest.raises(SystemExit, match="no setting 'memory_cell'"):
+        load_script("train").main([*argv, "--components.memcoref.memory_cell", "3"])
 
 
 def test_warm_start_changes_the_settings_training_reads_and_keeps_the_weights(trained_s2e, tmp_path):
