@@ -9,7 +9,11 @@ CoNLL form keeps no line breaks and puts a space between tokens), with its
 speakers, without the gold sentence boundaries (the component finds its
 own, as on a user's text).
 
-    python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--no-rules]
+    python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--wrong]
+
+--wrong lists each model's wrong pronouns after the tables: the text, the
+pronoun in its sentence, the mentions of its predicted cluster and of its
+gold cluster, for reading by eye.
 """
 
 import argparse
@@ -25,7 +29,7 @@ from spacy_memcoref.corpora.conll import read_conll_docs
 from spacy_memcoref.decoders.constraints import violations
 from spacy_memcoref.doc_helpers.clusters import numbered_clusters
 from spacy_memcoref.doc_helpers.gold import copy_speakers
-from spacy_memcoref.scoring.pronouns import PronounScore, score_pronouns
+from spacy_memcoref.scoring.pronouns import PronounScore, pronoun_outcomes, score_pronouns
 from spacy_memcoref.scoring.spacy_scorer import score_coref_examples
 
 GOLD = Path(__file__).resolve().parents[1] / "tests" / "data" / "everyday" / "everyday.v4_gold_conll"
@@ -57,21 +61,40 @@ def evaluate(nlp, refs):
     return examples, time.perf_counter() - started
 
 
+def describe_wrong(found) -> str:
+    """A wrong pronoun in a few lines: where, its sentence with the pronoun
+    marked, what its predicted cluster holds and what its gold cluster holds."""
+    doc = found.example.reference
+    start, end = found.span
+    sentence = doc[start].sent if doc.has_annotation("SENT_START") else doc[max(0, start - 12) : end + 12]
+    words = [f"[{t.text}]" if t.i == start else t.text for t in sentence]
+
+    def texts(spans):
+        return " | ".join(doc[a:b].text for a, b in spans) or "-"
+
+    return (
+        f"{doc.user_data.get('doc_id', '')} ({found.outcome}): {' '.join(words)}\n"
+        f"    predicted with: {texts(found.predicted)}\n    gold with: {texts(found.gold)}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--gold", default=str(GOLD))
+    parser.add_argument("--wrong", action="store_true", help="list each model's wrong pronouns")
     args = parser.parse_args()
     quiet()
     threads = set_threads(None)
     print(machine_line(threads))
     vocab = spacy.blank("en").vocab
     refs = list(read_conll_docs(args.gold, vocab))
-    rows, kind_rows = [], []
+    rows, kind_rows, wrong = [], [], {}
     kinds = sorted({kind_of(r.user_data.get("doc_id", "")) for r in refs})
     for name in args.models:
         nlp = load(name)
         examples, seconds = evaluate(nlp, refs)
+        wrong[name] = [found for found in pronoun_outcomes(examples) if found.outcome != "correct"]
         scores = score_coref_examples(examples)
         pronouns = score_pronouns(examples)
         broken = defaultdict(int)
@@ -116,6 +139,11 @@ def main() -> None:
     print()
     print("Pronoun accuracy by kind of text (pronouns):")
     print(table(["model"] + kinds, kind_rows))
+    if args.wrong:
+        for name, found in wrong.items():
+            print(f"\nWrong pronouns of {name} ({len(found)}):")
+            for item in found:
+                print(describe_wrong(item))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_memcoref.scoring.pronouns import score_pronouns
+from spacy_memcoref.scoring.pronouns import pronoun_outcomes, score_pronouns
 
 REPO = Path(__file__).resolve().parents[1]
 # the default model measured 64.8% (259 of 400) when it shipped, 76.1% (337
@@ -51,6 +51,12 @@ def test_pronoun_accuracy_counts_by_hand():
         assert (score.total, score.correct, score.missed, score.mixed) == (2, correct, missed, mixed), name
         assert score.accuracy == correct / 2
     assert score_pronouns([Example(_doc(vocab, words, gold), ref)]).by_word == {"he": [1, 1], "she": [1, 1]}
+    # each pronoun's outcome, with what its two clusters hold (benchmarks/everyday.py --wrong lists them)
+    merged = [
+        (o.span, o.outcome, o.gold, o.predicted)
+        for o in pronoun_outcomes([Example(_doc(vocab, words, cases["merged"][0]), ref)])
+    ]
+    assert merged == [((4, 5), "mixed", [(0, 1)], [(0, 1), (6, 7)]), ((6, 7), "mixed", [(2, 3)], [(0, 1), (4, 5)])]
     with pytest.raises(ValueError, match="reference's tokens"):
         score_pronouns([Example(_doc(vocab, words[:-1], []), ref)])
 

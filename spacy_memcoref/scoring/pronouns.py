@@ -11,7 +11,7 @@ the system left out of every cluster, or put with another entity, is wrong.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Tuple
 
 from spacy.training import Example
 
@@ -67,13 +67,30 @@ def _clusters(doc, prefix: str) -> List[List[Span]]:
     return [[(span.start, span.end) for span in spans] for _, spans in numbered_clusters(doc, prefix)]
 
 
-def score_pronouns(examples: Iterable[Example], prefix: str = CLUSTER_PREFIX) -> PronounScore:
-    """Pronoun accuracy of the predicted Docs against the reference Docs (the
-    same tokens; spaCy's Example alignment is not needed for gold-token input).
+@dataclass(frozen=True)
+class PronounOutcome:
+    """One gold pronoun and what the system did with it.
+
+    example (Example): its document (reference and prediction).
+    span (Span): the pronoun's token offsets.
+    outcome (str): "correct", "missed" or "mixed" (as PronounScore counts them).
+    gold (List[Span]): the other mentions of its gold cluster.
+    predicted (List[Span]): the other mentions of its predicted cluster ([] if in none).
+    """
+
+    example: Example
+    span: Span
+    outcome: str
+    gold: List[Span]
+    predicted: List[Span]
+
+
+def pronoun_outcomes(examples: Iterable[Example], prefix: str = CLUSTER_PREFIX) -> Iterator[PronounOutcome]:
+    """Each gold pronoun of the examples with its outcome, in document order
+    of the gold clusters (score_pronouns counts these).
 
     RAISES ValueError: a predicted Doc whose tokens differ from its reference's.
     """
-    total = PronounScore()
     for eg in examples:
         if [t.text for t in eg.predicted] != [t.text for t in eg.reference]:
             raise ValueError("score_pronouns needs predicted Docs on the reference's tokens")
@@ -87,21 +104,33 @@ def score_pronouns(examples: Iterable[Example], prefix: str = CLUSTER_PREFIX) ->
                 continue
             for span in cluster:
                 start, end = span
-                word = doc[start].text.lower()
-                if end - start != 1 or word not in PRONOUNS:
+                if end - start != 1 or doc[start].text.lower() not in PRONOUNS:
                     continue
-                total.total += 1
-                counts = total.by_word.setdefault(word, [0, 0])
-                counts[1] += 1
                 j = predicted_of.get(span)
                 members = [m for m in predicted[j] if m != span] if j is not None else []
                 own = any(gold_of.get(m) == i for m in members)
                 other = any(gold_of.get(m, i) != i for m in members)
-                if other:
-                    total.mixed += 1
-                elif not own:
-                    total.missed += 1
-                else:
-                    total.correct += 1
-                    counts[0] += 1
+                outcome = "mixed" if other else "missed" if not own else "correct"
+                yield PronounOutcome(eg, span, outcome, [m for m in cluster if m != span], members)
+
+
+def score_pronouns(examples: Iterable[Example], prefix: str = CLUSTER_PREFIX) -> PronounScore:
+    """Pronoun accuracy of the predicted Docs against the reference Docs (the
+    same tokens; spaCy's Example alignment is not needed for gold-token input).
+
+    RAISES ValueError: a predicted Doc whose tokens differ from its reference's.
+    """
+    total = PronounScore()
+    for found in pronoun_outcomes(examples, prefix):
+        word = found.example.reference[found.span[0]].text.lower()
+        counts = total.by_word.setdefault(word, [0, 0])
+        total.total += 1
+        counts[1] += 1
+        if found.outcome == "mixed":
+            total.mixed += 1
+        elif found.outcome == "missed":
+            total.missed += 1
+        else:
+            total.correct += 1
+            counts[0] += 1
     return total
