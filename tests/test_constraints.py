@@ -7,11 +7,13 @@ import pytest
 import spacy
 
 from spacy_memcoref.decoders.constraints import (
+    quote_speaker_genders,
     ALL_RULES,
     CLAUSE,
     CONJUNCT_NAMES,
     COUPLE,
     COUPLE_THEY,
+    QUOTE_SPEAKER,
     COORDINATION,
     PHRASE_CLAUSE,
     POSSESSOR,
@@ -833,3 +835,43 @@ def test_pick_antecedent_keeps_a_link_only_after_a_rule_refused_one_above_the_th
     assert pick_antecedent(antecedents, scores, 0.0, [False, True, True], lambda c: True, True, held={1, 2}) == 1
     # nothing above the threshold: nothing to keep
     assert pick_antecedent(antecedents, [-0.5, -1.0, -2.0], 0.0, every, lambda c: True, keeps=True) == -1
+
+
+def test_a_quotations_i_has_its_speakers_gender():
+    # the everyday set's bus stop: the old man's "me" was put with Clara's "she" (and so with Clara)
+    doc = NLP('Clara waited . " Every morning , " he said , as if she had asked . " They wait for me . "')
+    clara, he, she, me = (0, 0), (8, 8), (13, 13), (21, 21)
+    spans = [clara, he, she, me]
+    # "she" takes Clara; "me" prefers "she", then "he"
+    prediction = _prediction(doc, spans, {2: [(0, 4.0)], 3: [(2, 3.0), (1, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {QUOTE_SPEAKER})) == [
+        ["Clara", "she", "me"]
+    ]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Clara", "she"], ["he", "me"]]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # after the closing mark, either order; a gendered noun or first name as the subject
+        ('" Go , " said the old man .', {1: "masculine"}),
+        ('" Go , " Maria Lopez said .', {1: "feminine"}),
+        # before the opening mark
+        ('She told him : " I am here . "', {1: "feminine"}),
+        # its own attribution wins over the one before it
+        ('" I am here , " she said . " He said I could come , " he replied .', {1: "feminine", 2: "masculine"}),
+        # no attribution, or one with no gender ("Sam"), gives nothing
+        ('" I am here . " Then the bus came .', {}),
+        ('" I am here , " said Sam .', {}),
+        # a continuation stops at a line break and at another speaker
+        ('" Go , " he said .\n" I mean it . "', {1: "masculine"}),
+        ('" Go , " he said . She said : " I mean it . "', {1: "masculine", 2: "feminine"}),
+    ],
+)
+def test_quote_speakers_come_from_the_attribution_beside_the_quotation(text, expected):
+    from spacy_memcoref.decoders.constraints import DocRules, quotations
+
+    doc = NLP(text)
+    rules = DocRules(doc, frozenset({QUOTE_SPEAKER, GENDERED_NOUNS, NAME_GENDER}))
+    assert quote_speaker_genders(doc, quotations(doc), rules._noun_gender) == expected
