@@ -113,7 +113,7 @@ def train_argv(args: List[str]) -> List[str]:
     return [sys.executable, "-m", "spacy_memcoref", "train", *kept]
 
 
-def _take_option(args: List[str], name: str) -> Tuple[List[str], Optional[str]]:
+def take_option(args: List[str], name: str) -> Tuple[List[str], Optional[str]]:
     """`args` without `name VALUE` (or `name=VALUE`), and VALUE (None when absent)."""
     rest: List[str] = []
     value: Optional[str] = None
@@ -261,12 +261,24 @@ def fine_tune_source(args: List[str], s2e: Optional[str], write: bool = True) ->
     else:
         made = ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(settings.items()))
         print(f"fine-tuning {chosen} on {wanted}{skipped}; saved with {made} as {source}", flush=True)
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import warm_start
-
         if write:
-            warm_start.warm_start(str(chosen), source, sorted(settings.items()), replace=True)
+            _warm_start_script().warm_start(str(chosen), source, sorted(settings.items()), replace=True)
     return [*rest, "--paths.source", str(source)]
+
+
+def _warm_start_script() -> Any:
+    """scripts/warm_start.py as a module, loaded by its path (no import of a
+    top-level name: check_data reads this script's imports as what the
+    project needs installed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "memcoref_warm_start", Path(__file__).resolve().parent / "warm_start.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def train_env(environ: Mapping[str, str]) -> Dict[str, str]:
@@ -283,7 +295,7 @@ def main(argv=None) -> int:
         print(__doc__)
         return 0
     try:
-        args, s2e = _take_option(args, FROM_S2E)
+        args, s2e = take_option(args, FROM_S2E)
         args = fine_tune_source(args, s2e, write=not dry_run)
         command = train_argv(args)
     except ValueError as err:

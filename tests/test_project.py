@@ -177,7 +177,9 @@ def check_script_line(line: str, where: str) -> None:
         if tokens[1] == "scripts/json_report.py":
             check_script_line(shlex.join(tokens[3:]), where)
         if tokens[1] == "scripts/train.py":  # `spacy train`, less the "config" overrides: check them all
-            check_script_line(shlex.join(["python", "-m", "spacy", "train", *tokens[2:]]), where)
+            # (less the wrapper's own --s2e: the trained s2e a fine-tuning config starts from)
+            args, _ = load_script("train").take_option(tokens[2:], "--s2e")
+            check_script_line(shlex.join(["python", "-m", "spacy", "train", *args]), where)
 
 
 # ----- cheap tests: project.yml ------------------------------------------------------
@@ -1212,7 +1214,7 @@ def test_shipped_models_train_through_the_train_wrapper(name):
     (train,) = [command for command in steps if command[1] == "scripts/train.py"]
     assert steps.index(train) == 0 and (REPO / train[1]).is_file()
     # a recipe with a source hands that model to the wrapper, which saves it before training
-    args, s2e = load_script("train")._take_option(train[2:], "--s2e")
+    args, s2e = load_script("train").take_option(train[2:], "--s2e")
     assert s2e == recipe.get("source", {}).get("model")
     spacy_train = load_script("train").train_argv(args)
     # the recipe reaches `memcoref train` whole: its config first, every setting kept
