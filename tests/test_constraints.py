@@ -26,6 +26,7 @@ from spacy_memcoref.decoders.constraints import (
     PRONOUNS,
     PUNCT_EDGE,
     SENTENCE_PEOPLE,
+    SPEAKER_I,
     SPEAKER_NAMES,
     SPEAKERS,
     SYMBOL_TWINS,
@@ -849,6 +850,58 @@ def test_a_quotations_i_has_its_speakers_gender():
         ["Clara", "she", "me"]
     ]
     assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["Clara", "she"], ["he", "me"]]
+
+
+def _camping_chat():
+    # the everyday set's camping chat: the default model left Tom's "me" and second "I" unlinked
+    from spacy.tokens import Span
+
+    doc = NLP("Tom : I have it . Lena : Good . Tom : Text me your address . I lost it .")
+    doc.spans["speakers"] = [
+        Span(doc, 0, 6, label="Tom"),
+        Span(doc, 6, 10, label="Lena"),
+        Span(doc, 10, 21, label="Tom"),
+    ]
+    return doc, [(2, 2), (4, 4), (13, 13), (17, 17), (19, 19)]  # I, it, me, I, it
+
+
+@pytest.mark.parametrize("memory_cells", [0, 3])
+def test_an_i_left_alone_joins_its_speakers_last_i(memory_cells):
+    doc, spans = _camping_chat()
+    prediction = _prediction(doc, spans, {4: [(1, 2.0)]})  # only the second "it" links, to the first
+    decoder = S2EDecoder(0.0, memory_cells=memory_cells)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {SPEAKER_I})) == [["it", "it"]]
+    assert _texts(doc, decoder.clusters(prediction, doc=doc)) == [["I", "me", "I"], ["it", "it"]]
+    # a chain of its own is the model's decision: "me" <- "I" stays apart from Tom's first "I"
+    chained = _prediction(doc, spans, {3: [(2, 1.0)], 4: [(1, 2.0)]})
+    assert _texts(doc, decoder.clusters(chained, doc=doc)) == [["it", "it"], ["me", "I"]]
+    # a turn's written label names its speaker: the first "I" joins it
+    labelled = _prediction(doc, [(0, 0)] + spans, {5: [(2, 2.0)]})
+    assert _texts(doc, decoder.clusters(labelled, doc=doc)) == [["Tom", "I", "me", "I"], ["it", "it"]]
+    # another speaker's "I" is another voice
+    lena = NLP("Tom : I have it . Lena : I know . Tom : Good .")
+    from spacy.tokens import Span
+
+    lena.spans["speakers"] = [
+        Span(lena, 0, 6, label="Tom"),
+        Span(lena, 6, 11, label="Lena"),
+        Span(lena, 11, 15, label="Tom"),
+    ]
+    assert decoder.clusters(_prediction(lena, [(2, 2), (8, 8)], {}), doc=lena) == []
+
+
+def test_a_roman_one_is_no_first_person_pronoun():
+    doc = NLP("After World War I my grandfather came home . Then I was born . I")
+    rules = DocRules(doc)
+    assert rules.first_person_voice((3, 3)) is None  # "War I"
+    assert rules.first_person_voice((4, 4)) == ("text",)  # "my"
+    assert rules.first_person_voice((10, 10)) == ("text",)  # "Then I"
+    assert rules.first_person_voice((14, 14)) == ("text",)  # after a full stop
+    emperor = NLP('He proclaimed himself " Norton I , Emperor of the United States " .')
+    assert DocRules(emperor).first_person_voice((5, 5)) is None  # opens a quotation, no verb after it
+    quoted = NLP('I said , " I am here . "')
+    assert DocRules(quoted).first_person_voice((4, 4)) == ("quote", "1")
+    assert DocRules(quoted, ALL_RULES - {SPEAKER_I}).first_person_voice((0, 0)) is None
 
 
 @pytest.mark.parametrize(

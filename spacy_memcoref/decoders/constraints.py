@@ -289,6 +289,14 @@ def conflict(features: Set[str]) -> bool:
     return any(len(persons) > 1 for persons in voices.values())
 
 
+# SPEAKER_I: tokens after which a capitalised word may open a sentence ("Then I ...")
+# ... and the words after "Norton I" that no first-person "I" has after it ("Then I ," is rare)
+ROMAN_ONE_AFTER = frozenset({",", ".", ")", ";", ":", "of", "'s", "’s", "and"})
+SENTENCE_OPENS = (
+    frozenset({".", "!", "?", ":", ";", "...", "…", "-", "--", "–", "—", "(", ")"}) | QUOTE_OPENERS | QUOTE_CLOSERS
+)
+
+
 def quotations(doc: Doc) -> List[int]:
     """Each token's quotation: 0 outside quotation marks, k inside the
     doc's k-th quotation (the marks themselves are outside). A straight
@@ -569,6 +577,8 @@ NAME_GENDER = "name_gender"  # "Maria", "Maria Lopez": feminine, as "her sister"
 COUPLE = "couple"  # "Tomás Ferreira and Ingrid Holm": a name of one ("Ferreira") never with a name of the other
 COUPLE_THEY = "couple_they"  # ... and they / them / their never with a name of one of them: the two are "they"
 QUOTE_SPEAKER = "quote_speaker"  # a quotation's "I" has its speaker's gender: '"Wait for me," he said' is no "she"
+# the one rule that links: a first-person singular pronoun the model left alone joins its voice's last one
+SPEAKER_I = "speaker_i"  # an "I" / "me" / "my" left alone joins its speaker's (or the text's, or quotation's) last "I"
 KEEP_LINK = (
     "keep_link"  # a he / she whose best antecedent a rule refuses takes the best one allowed, even below the threshold
 )
@@ -597,6 +607,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         TURN_LABEL,
         NAME_GENDER,
         QUOTE_SPEAKER,
+        SPEAKER_I,
         KEEP_LINK,
     }
 )
@@ -957,7 +968,7 @@ class DocRules:
         self._turns: Dict[int, str] = {}  # token -> its voice among the turns
         self._voices_of: Dict[str, Set[str]] = {}  # speaker -> the voices of their turns
         self._other: Dict[str, str] = {}  # in a chat of two, speaker -> the other
-        if self.enabled & {SPEAKERS, VOICE, SPEAKER_NAMES, TURN_VOICE} and "speakers" in doc.spans:
+        if self.enabled & {SPEAKERS, VOICE, SPEAKER_NAMES, TURN_VOICE, SPEAKER_I} and "speakers" in doc.spans:
             turns = [turn for turn in doc.spans["speakers"] if len(turn)]
             # a chat of two: each speaker speaks to the other in every turn, so
             # all of a speaker's turns are one voice; with more, one turn is; a
@@ -982,11 +993,13 @@ class DocRules:
         self._speaker_names: Dict[Tuple[str, ...], str] = (
             speaker_names(doc.spans["speakers"]) if SPEAKER_NAMES in self.enabled and self._speakers else {}
         )
-        self._quotation: Optional[List[int]] = quotations(doc) if self.enabled & {VOICE, TURN_VOICE} else None
+        self._quotation: Optional[List[int]] = (
+            quotations(doc) if self.enabled & {VOICE, TURN_VOICE, SPEAKER_I} else None
+        )
         # QUOTE_SPEAKER: each attributed quotation's token -> its speaker's gender
         self._quote_gender: Dict[int, str] = {}
         if QUOTE_SPEAKER in self.enabled:
-            quoted = quotations(doc)
+            quoted = self._quotation if self._quotation is not None else quotations(doc)
             by_quotation = quote_speaker_genders(doc, quoted, self._noun_gender)
             self._quote_gender = {i: by_quotation[k] for i, k in enumerate(quoted) if k in by_quotation}
         self._conjunct_words: FrozenSet[str] = (
@@ -1006,6 +1019,7 @@ class DocRules:
                 if colon > 0 and doc[turn.start : colon].text == turn.label_:
                     self._label_starts.append(turn.start)
                     self._label_colons.append(colon)
+        self._label_name_ends = {start: colon - 1 for start, colon in zip(self._label_starts, self._label_colons)}
         # OBJECT: each object pronoun's verb's possible subject ends, and those ends
         # OBJECT: each object pronoun's binders (where its verb's subject may end, "s" and where its
         # clause opens), and the tokens where a binder ends or opens
@@ -1044,6 +1058,47 @@ class DocRules:
         visited the nurse and told him": not the chief, so the nurse)."""
         start, end = span
         return KEEP_LINK in self.enabled and start == end and self.doc[start].text.lower() in MASCULINE | FEMININE
+
+    def first_person_voice(self, span: TokenSpan) -> Optional[Tuple[str, ...]]:
+        """SPEAKER_I: whose "I" a one-word I / me / my / mine / myself is:
+        ("turn", speaker) in a speaker's turn outside quotation marks (a
+        turn's written "Name :" label names the same voice: TURN_LABEL),
+        ("quote", k) inside the text's k-th quotation (one voice; another
+        quotation may be another speaker's), ("text",) elsewhere (the
+        writer's or narrator's). None: no such pronoun or label, or the rule
+        is off."""
+        start, end = span
+        if SPEAKER_I not in self.enabled:
+            return None
+        if self._label_colons and self._label_name_ends.get(start) == end and self._speakers.get(start):
+            return ("turn", self._speakers[start])
+        if start != end or self.doc[start].text.lower() not in FIRST_SINGULAR:
+            return None
+        if self._is_roman_one(start):
+            return None
+        assert self._quotation is not None
+        quotation = self._quotation[start]
+        speaker = self._speakers.get(start)
+        if speaker and not quotation:
+            return ("turn", speaker)
+        if quotation:
+            return ("quote", str(quotation))
+        return ("text",)
+
+    def _is_roman_one(self, i: int) -> bool:
+        """Whether an "I" is a numeral after a capitalised word: inside a
+        sentence ("World War I", "Queen Elizabeth I"), or one that opens a
+        sentence or quotation where no verb follows ('" Norton I , Emperor'),
+        not "Then I"."""
+        doc = self.doc
+        if doc[i].text != "I" or i < 1:
+            return False
+        before = doc[i - 1].text
+        if not (before[:1].isupper() and before.isalpha()):
+            return False
+        opens = i < 2 or doc[i - 2].text in SENTENCE_OPENS or doc[i - 2].text.isspace()
+        after = doc[i + 1].text if i + 1 < len(doc) else ""
+        return not opens or after in ROMAN_ONE_AFTER or not after
 
     def crosses_turn_label(self, span: TokenSpan) -> bool:
         """Whether a mention takes in part of a turn's written label ("Grace :"
@@ -1554,6 +1609,53 @@ class ClusterBuilder:
         return sorted((g for g in groups if len(g) > 1), key=lambda c: c[0])
 
 
+class VoiceChains:
+    """SPEAKER_I's links: each voice's latest first-person singular
+    candidate (DocRules.first_person_voice), read in text order. An "I" the
+    model left alone (`alone`: it took no antecedent and none took it) joins
+    it, as Stanford's speaker sieve would: the one rule that adds a link
+    rather than refusing one. Only one left alone: an "I" that opens a chain
+    of its own is the model's decision that it is someone else (a quoted
+    speaker, a mislabelled turn), and joining it would join the chain.
+
+    rules (Optional[DocRules]): the Doc's rules; None, or SPEAKER_I off: no link.
+    spans (Sequence[TokenSpan]): the candidates, in text order.
+    alone (Container[int]): the candidates a reading without this rule left alone.
+    """
+
+    def __init__(self, rules: Optional[DocRules], spans: Sequence[TokenSpan], alone: Container[int] = ()) -> None:
+        self.voices = [rules.first_person_voice(span) for span in spans] if rules is not None else [None] * len(spans)
+        self.alone = alone
+        self.latest: Dict[Tuple[str, ...], int] = {}
+
+    def previous(self, q: int) -> int:
+        """The latest candidate before q of q's voice, if q is an "I" left
+        alone (-1: none)."""
+        voice = self.voices[q]
+        return self.latest.get(voice, -1) if voice is not None and q in self.alone else -1
+
+    def left_alone(self, allowed: Sequence[bool], antecedents: Sequence[int]) -> FrozenSet[int]:
+        """The "I"s of a reading (each candidate's antecedent, -1: none) that
+        have a voice's earlier "I" to join and took no antecedent, and that
+        no candidate took as its antecedent."""
+        taken = set(antecedents)
+        seen: Set[Tuple[str, ...]] = set()
+        found = set()
+        for q, voice in enumerate(self.voices):
+            if voice is None or not allowed[q]:
+                continue
+            if voice in seen and antecedents[q] < 0 and q not in taken:
+                found.add(q)
+            seen.add(voice)
+        return frozenset(found)
+
+    def read(self, q: int) -> None:
+        """q, a mention now, is its voice's latest."""
+        voice = self.voices[q]
+        if voice is not None:
+            self.latest[voice] = q
+
+
 def pick_antecedent(
     antecedents: Sequence[int],
     scores: Sequence[float],
@@ -1562,6 +1664,7 @@ def pick_antecedent(
     may_link: Callable[[int], bool],
     keeps: bool,
     held: Optional[Container[int]] = None,
+    voice_previous: int = -1,
 ) -> int:
     """A mention's antecedent: the first of its antecedents (best first)
     that scores above the threshold and that the rules let it join; -1:
@@ -1576,6 +1679,9 @@ def pick_antecedent(
     held (Optional[Container[int]]): the antecedents that may be read (a
         bounded memory's); one not held is skipped, and counts as refused
         only where a rule made it no mention. None: every one.
+    voice_previous (int): SPEAKER_I: the latest "I" of the mention's voice
+        (VoiceChains.previous; -1: none), taken when no antecedent is, if
+        held and the rules let the mention join it.
     """
     refused = False
     for c, score in zip(antecedents, scores):
@@ -1587,6 +1693,9 @@ def pick_antecedent(
         if allowed[c] and may_link(c):
             return c
         refused = True
+    c = voice_previous
+    if c >= 0 and allowed[c] and (held is None or c in held) and may_link(c):
+        return c
     return -1
 
 

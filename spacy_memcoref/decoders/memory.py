@@ -30,12 +30,12 @@ dev at 40 cells x 8 mentions against every pair score).
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy
 
 from ..util import Clusters
-from .constraints import ClusterBuilder, DocRules, pick_antecedent
+from .constraints import ClusterBuilder, DocRules, VoiceChains, pick_antecedent
 from .links import clusters_from_links
 from .predictions import Choices, Links
 
@@ -77,7 +77,9 @@ def read_memory(
     mentions: int,
     rules: Optional[DocRules] = None,
 ) -> MemoryReading:
-    """Read one prediction's candidates through the memory.
+    """Read one prediction's candidates through the memory (twice where the
+    first reading leaves an "I" alone that SPEAKER_I may link:
+    constraints.VoiceChains).
 
     links (Links): the head's links (the candidates and each one's best).
     choices (Optional[Choices]): each candidate's best antecedents and their
@@ -88,6 +90,21 @@ def read_memory(
     rules (Optional[DocRules]): the Doc's rules; None: none.
     RETURNS (MemoryReading): the clusters and each candidate's action.
     """
+    reading, alone = _read_memory(links, choices, threshold, cells, mentions, rules, frozenset())
+    if alone:
+        reading, _ = _read_memory(links, choices, threshold, cells, mentions, rules, alone)
+    return reading
+
+
+def _read_memory(
+    links: Links,
+    choices: Optional[Choices],
+    threshold: float,
+    cells: int,
+    mentions: int,
+    rules: Optional[DocRules],
+    alone: FrozenSet[int],
+) -> Tuple[MemoryReading, FrozenSet[int]]:
     check_memory_size("memory_cells", cells, minimum=1)
     check_memory_size("memory_mentions", mentions, minimum=1)
     starts, ends, best, scores = links
@@ -97,6 +114,7 @@ def read_memory(
     n = len(spans)
     allowed = [rules.is_mention(span) for span in spans] if rules is not None else [True] * n
     builder = ClusterBuilder(rules, spans) if rules is not None else None
+    voices = VoiceChains(rules, spans, alone)
     held: Dict[int, int] = {}  # a mention the memory holds -> its cell
     kept: List[List[int]] = [[] for _ in range(cells)]  # a cell's mentions: first, then the latest
     last_used = [-1] * cells
@@ -113,7 +131,9 @@ def read_memory(
             lambda c: builder is None or builder.may_link(q, c),
             rules is not None and rules.keeps_link(spans[q]),
             held,
+            voices.previous(q),
         )
+        voices.read(q)
         if chosen >= 0:
             cell = held[chosen]
             if builder is not None:
@@ -143,7 +163,9 @@ def read_memory(
         clusters = builder.clusters()
     else:
         clusters = clusters_from_links(list(starts), list(ends), antecedents)
-    return MemoryReading(clusters, actions, cell_of, antecedents, peak, kept_after)
+    return MemoryReading(clusters, actions, cell_of, antecedents, peak, kept_after), voices.left_alone(
+        allowed, antecedents
+    )
 
 
 def memory_log(

@@ -28,7 +28,7 @@ from spacy.tokens import Doc
 from ..util import Clusters
 from ..doc_helpers.entity_vectors import ENDPOINTS_SOURCE
 from ..doc_helpers.memory_log import set_memory_log
-from .constraints import ALL_RULES, ClusterBuilder, DocRules, pick_antecedent
+from .constraints import ALL_RULES, ClusterBuilder, DocRules, VoiceChains, pick_antecedent
 from .entity_vectors import pool_endpoints
 from .links import clusters_from_links
 from .memory import MemoryReading, check_memory_size, memory_log, read_memory
@@ -80,13 +80,25 @@ def constrained_antecedents(
     links: Links, choices: Optional[Choices], threshold: float, rules: DocRules
 ) -> Tuple[List[int], Clusters]:
     """Each candidate's antecedent (the best the rules allow; -1: none) and
-    the clusters those links make (constrained_clusters)."""
+    the clusters those links make (constrained_clusters). Read twice where
+    the first reading leaves an "I" alone that SPEAKER_I may link
+    (constraints.VoiceChains)."""
+    chosen, clusters, alone = _constrained_reading(links, choices, threshold, rules, frozenset())
+    if alone:
+        chosen, clusters, _ = _constrained_reading(links, choices, threshold, rules, alone)
+    return chosen, clusters
+
+
+def _constrained_reading(
+    links: Links, choices: Optional[Choices], threshold: float, rules: DocRules, alone: FrozenSet[int]
+) -> Tuple[List[int], Clusters, FrozenSet[int]]:
     starts, ends, best, scores = links
     if choices is None:
         choices = ([[b] if b >= 0 else [] for b in best], [[s] for s in scores])
     spans = list(zip(starts, ends))
     allowed = [rules.is_mention(span) for span in spans]
     builder = ClusterBuilder(rules, spans)
+    voices = VoiceChains(rules, spans, alone)
     t = _as_float32(threshold)
     chosen = [-1] * len(spans)
     for q, (antecedents, antecedent_scores) in enumerate(zip(*choices)):
@@ -99,11 +111,13 @@ def constrained_antecedents(
             allowed,
             lambda c: builder.may_link(q, c),
             rules.keeps_link(spans[q]),
+            voice_previous=voices.previous(q),
         )
+        voices.read(q)
         if c >= 0:
             builder.join(q, c)
             chosen[q] = c
-    return chosen, builder.clusters()
+    return chosen, builder.clusters(), voices.left_alone(allowed, chosen)
 
 
 class S2EDecoder:
