@@ -25,6 +25,7 @@ from spacy_memcoref.decoders.constraints import (
     TURN_LABEL,
     PRONOUNS,
     PUNCT_EDGE,
+    QUOTE_EDGE,
     SENTENCE_PEOPLE,
     SPEAKER_I,
     SPEAKER_NAMES,
@@ -888,6 +889,24 @@ def test_an_i_left_alone_joins_its_speakers_last_i(memory_cells):
         Span(lena, 11, 15, label="Tom"),
     ]
     assert decoder.clusters(_prediction(lena, [(2, 2), (8, 8)], {}), doc=lena) == []
+
+
+def test_a_mention_does_not_run_across_a_quotation_mark():
+    # the fresh everyday set's lighthouse: 'You 'll have it soon enough , " he' was a mention of the keeper
+    doc = NLP('" Here is the key , " the keeper said , and he left .')
+    prediction = _prediction(doc, [(3, 8), (12, 12)], {1: [(0, 2.0)]})
+    decoder = S2EDecoder(0.0)
+    assert _texts(doc, decoder.clusters(prediction, doc=doc, rules=ALL_RULES - {QUOTE_EDGE})) == [
+        ['the key , " the keeper', "he"]
+    ]
+    assert decoder.clusters(prediction, doc=doc) == []
+    told = NLP('He told her : " I will go . " She heard the song " Yesterday " . He was " King of the Road "')
+    rules = DocRules(told)
+    assert rules.crosses_quotation((0, 5))  # 'He told her : " I'
+    assert not rules.crosses_quotation((5, 5)) and not rules.crosses_quotation((4, 9))  # 'I', the whole quotation
+    assert not rules.crosses_quotation((12, 16))  # 'the song " Yesterday "'
+    assert not rules.crosses_quotation((21, 25))  # 'King of the Road "': ends on the mark that closes it
+    assert rules.crosses_quotation((9, 11))  # '" She heard': opens on a closing mark
 
 
 def test_a_roman_one_is_no_first_person_pronoun():

@@ -565,6 +565,7 @@ SENTENCE_PEOPLE = "sentence_people"  # two different noun phrases of one sentenc
 CLAUSE = "clause"  # a mention does not start with a subject and its verb
 PHRASE_CLAUSE = "phrase_clause"  # a mention is not a noun phrase and its verb ("the apples were not, so we")
 PUNCT_EDGE = "punct_edge"  # a mention neither starts nor ends with a comma, semicolon or colon
+QUOTE_EDGE = "quote_edge"  # a mention starts and ends on one side of a quotation mark: '"I'll go," he' is none
 COORDINATION = "coordination"  # "X and Y" never with he / she / I
 CONJUNCT_NAMES = "conjunct_names"  # "Tom and Anna" never with a name of one of them ("Anna")
 THEY = "they"  # they / them / their never with he / she and their forms
@@ -595,6 +596,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         CLAUSE,
         PHRASE_CLAUSE,
         PUNCT_EDGE,
+        QUOTE_EDGE,
         COORDINATION,
         CONJUNCT_NAMES,
         COUPLE,
@@ -994,7 +996,7 @@ class DocRules:
             speaker_names(doc.spans["speakers"]) if SPEAKER_NAMES in self.enabled and self._speakers else {}
         )
         self._quotation: Optional[List[int]] = (
-            quotations(doc) if self.enabled & {VOICE, TURN_VOICE, SPEAKER_I} else None
+            quotations(doc) if self.enabled & {VOICE, TURN_VOICE, SPEAKER_I, QUOTE_EDGE} else None
         )
         # QUOTE_SPEAKER: each attributed quotation's token -> its speaker's gender
         self._quote_gender: Dict[int, str] = {}
@@ -1048,6 +1050,8 @@ class DocRules:
             return False
         if PUNCT_EDGE in self.enabled and self.is_punct_edged(span):
             return False
+        if QUOTE_EDGE in self.enabled and self.crosses_quotation(span):
+            return False
         return WORD not in self.enabled or self.is_word(span)
 
     def keeps_link(self, span: TokenSpan) -> bool:
@@ -1084,6 +1088,29 @@ class DocRules:
         if quotation:
             return ("quote", str(quotation))
         return ("text",)
+
+    def crosses_quotation(self, span: TokenSpan) -> bool:
+        """QUOTE_EDGE: whether a mention runs across a quotation's opening or
+        closing mark ('You'll have it soon enough," he'; 'he told her: "I'):
+        it holds a mark whose partner it lacks. One that holds a whole
+        quotation ('the song "Yesterday"') does not, nor one that ends on the
+        mark that closes the quotation it starts in ('Emperor of the United
+        States "', as OntoGUM's gold has it)."""
+        assert self._quotation is not None
+        start, end = span
+        quotation = self._quotation
+        depth = 0
+        for i in range(start, end + 1):
+            if not quotation[i] and i + 1 < len(quotation) and quotation[i + 1]:
+                depth += 1  # an opening mark: outside itself, the token after it inside
+                continue
+            if i > 0 and quotation[i - 1] and not quotation[i]:
+                # a closing mark (or the line break that closed one)
+                if depth:
+                    depth -= 1
+                elif i != end or i == start:
+                    return True
+        return depth > 0
 
     def _is_roman_one(self, i: int) -> bool:
         """Whether an "I" is a numeral after a capitalised word: inside a
