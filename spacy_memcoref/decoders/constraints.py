@@ -575,6 +575,9 @@ OBJECT = "object"  # a verb's object pronoun is not its subject ("The assistant 
 CHAT_NAMES = "chat_names"  # in a chat whose speakers are named, a name no speaker has is no speaker's I or you
 TURN_LABEL = "turn_label"  # a mention is a turn's "Name:" label alone or stays out of it ("Grace: Hi Daniel")
 NAME_GENDER = "name_gender"  # "Maria", "Maria Lopez": feminine, as "her sister" is (first names of one gender)
+NAMED_GENDER = (
+    "named_gender"  # "her uncle, Nils Berg", "Mrs. Okonkwo": a later "Berg" or "Okonkwo" alone has that gender
+)
 COUPLE = "couple"  # "Tomás Ferreira and Ingrid Holm": a name of one ("Ferreira") never with a name of the other
 COUPLE_THEY = "couple_they"  # ... and they / them / their never with a name of one of them: the two are "they"
 QUOTE_SPEAKER = "quote_speaker"  # a quotation's "I" has its speaker's gender: '"Wait for me," he said' is no "she"
@@ -608,6 +611,7 @@ ALL_RULES: FrozenSet[str] = frozenset(
         CHAT_NAMES,
         TURN_LABEL,
         NAME_GENDER,
+        NAMED_GENDER,
         QUOTE_SPEAKER,
         SPEAKER_I,
         KEEP_LINK,
@@ -882,6 +886,64 @@ def conjunct_name_words(doc: Doc) -> FrozenSet[str]:
     return frozenset(found)
 
 
+# NAMED_GENDER: the words that may stand between a gendered noun and the name it introduces
+NAMED_GENDER_JOINERS = frozenset({",", "named", "called"})
+# ... and the function words a sentence may open with before a name ("When Berg retired")
+NAME_RUN_OPENERS = NOT_VERBS | CLAUSE_BREAKS
+BOTH = "both"
+
+
+def named_genders(doc: Doc) -> Dict[str, str]:
+    """NAMED_GENDER: the name words the text itself gives a gender, by the
+    noun or title right before the name ("her uncle, Nils Berg", "his son
+    Timur", "Mrs. Okonkwo", "Mr. Osei") or by a first name of one gender
+    that opens it ("Maria Lopez": Lopez). A word the text gives both
+    genders ("Mrs. Okonkwo" and "Mr. Okonkwo"; "Anna Smith" and "John
+    Smith"), or that follows a first word of no known gender ("Zaha Hadid"
+    beside "her father, Mohammed Hadid": a family name), gets none:
+    {word: "masculine" | "feminine"}."""
+    found: Dict[str, str] = {}
+    n = len(doc)
+
+    def gender_of_noun(k: int) -> Optional[str]:
+        word = doc[k].text.lower()
+        return "masculine" if word in MASCULINE_NOUNS else "feminine" if word in FEMININE_NOUNS else None
+
+    i = 0
+    while i < n:
+        if not _is_name_word(doc[i].text):
+            i += 1
+            continue
+        end = i
+        while end < n and _is_name_word(doc[end].text):
+            end += 1
+        # a run of name words doc[i:end], less a capitalised word that opens a sentence ("When Berg
+        # retired"): titles inside it first ("Mr. John Lee"), then the noun before it
+        while i < end - 1 and doc[i].text.lower() in NAME_RUN_OPENERS:
+            i += 1
+        first = i
+        gender = None
+        while first < end - 1 and gender_of_noun(first):
+            gender, first = gender_of_noun(first), first + 1
+        before = i - 2 if i >= 2 and doc[i - 1].text.lower() in NAMED_GENDER_JOINERS else i - 1
+        if gender is None and before >= 0:
+            gender = gender_of_noun(before)
+        if gender is None and (doc[first].text in MASCULINE_NAMES or doc[first].text in FEMININE_NAMES):
+            # the first name's own gender is NAME_GENDER's; here the words after it ("Lopez")
+            gender = "masculine" if doc[first].text in MASCULINE_NAMES else "feminine"
+            first += 1
+        if gender is not None:
+            # a longer name keeps its first word only: its middle and last may be a family's
+            # ("His first daughter Rulan Chao Pian", of Chao's)
+            words = [doc[k].text for k in range(first, end if end - first <= 2 else first + 1)]
+        else:
+            gender, words = BOTH, [doc[k].text for k in range(first + 1, end)]
+        for word in words:
+            found[word] = gender if found.get(word, gender) == gender else BOTH
+        i = end
+    return {word: gender for word, gender in found.items() if gender != BOTH}
+
+
 class ObjectBinders(NamedTuple):
     """The OBJECT rule's pairs (object_binders): object pronoun token -> the
     tokens where its verb's subject may end; and -> the token where the
@@ -966,6 +1028,8 @@ class DocRules:
             for token in doc:
                 index += token.i == 0 or bool(token.is_sent_start)
                 self._sentence.append(index)
+        # NAMED_GENDER: before the genders that read it (QUOTE_SPEAKER's)
+        self._named_gender: Dict[str, str] = named_genders(doc) if NAMED_GENDER in self.enabled else {}
         self._speakers: Dict[int, str] = {}
         self._turns: Dict[int, str] = {}  # token -> its voice among the turns
         self._voices_of: Dict[str, Set[str]] = {}  # speaker -> the voices of their turns
@@ -1338,6 +1402,14 @@ class DocRules:
                     return {"masculine"}
                 if name in FEMININE_NAMES:
                     return {"feminine"}
+        if self._named_gender:
+            # NAMED_GENDER: a bare name ("Berg", "Nils Berg", "Berg 's") whose words the text gave one gender
+            end = span[1] - 1 if span[1] > start and doc[span[1]].text in POSSESSIVE else span[1]
+            words = [doc[i].text for i in range(start, end + 1)]
+            if all(_is_name_word(w) for w in words):
+                genders = {self._named_gender[w] for w in words if w in self._named_gender}
+                if len(genders) == 1:
+                    return genders
         return set()
 
     def _conjunct_name_features(self, span: TokenSpan, coordination: bool) -> Set[str]:
