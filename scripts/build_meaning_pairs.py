@@ -80,14 +80,14 @@ def sentences(per_template: int, rng: random.Random) -> Iterator[Tuple[str, int,
 def build(per_template: int, seed: int):
     """A DocBin of the sentences, each with its one gold cluster."""
     import spacy
-    from spacy.tokens import DocBin
+    from spacy.tokens import Doc, DocBin
 
     nlp = spacy.blank("en")
     rng = random.Random(seed)
     docs = DocBin(store_user_data=True)
     for k, (text, answer, p) in enumerate(sentences(per_template, rng)):
         words = text.split()
-        doc = spacy.tokens.Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
+        doc = Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
         for token in doc:
             token.is_sent_start = token.i == 0
         person = words.index("the", 1)  # "The {a}" at 0-1; "the {b}" after the verb

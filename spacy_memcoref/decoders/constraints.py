@@ -289,9 +289,9 @@ def conflict(features: Set[str]) -> bool:
     return any(len(persons) > 1 for persons in voices.values())
 
 
-# SPEAKER_I: tokens after which a capitalised word may open a sentence ("Then I ...")
-# ... and the words after "Norton I" that no first-person "I" has after it ("Then I ," is rare)
+# SPEAKER_I: the words after "Norton I" that no first-person "I" has after it ("Then I ," is rare) ...
 ROMAN_ONE_AFTER = frozenset({",", ".", ")", ";", ":", "of", "'s", "’s", "and"})
+# ... and the tokens after which a capitalised word may open a sentence ("Then I ...")
 SENTENCE_OPENS = (
     frozenset({".", "!", "?", ":", ";", "...", "…", "-", "--", "–", "—", "(", ")"}) | QUOTE_OPENERS | QUOTE_CLOSERS
 )
@@ -1086,6 +1086,8 @@ class DocRules:
                     self._label_starts.append(turn.start)
                     self._label_colons.append(colon)
         self._label_name_ends = {start: colon - 1 for start, colon in zip(self._label_starts, self._label_colons)}
+        self._mention_memo: Dict[TokenSpan, bool] = {}
+        self._features_memo: Dict[TokenSpan, FrozenSet[str]] = {}
         # OBJECT: each object pronoun's verb's possible subject ends, and those ends
         # OBJECT: each object pronoun's binders (where its verb's subject may end, "s" and where its
         # clause opens), and the tokens where a binder ends or opens
@@ -1105,7 +1107,15 @@ class DocRules:
         )
 
     def is_mention(self, span: TokenSpan) -> bool:
-        """Whether the tokens start..end (inclusive) may be a mention."""
+        """Whether the tokens start..end (inclusive) may be a mention
+        (worked out once a span: a decoder that reads twice, for SPEAKER_I,
+        asks again)."""
+        key = (span[0], span[1])
+        if key not in self._mention_memo:
+            self._mention_memo[key] = self._is_mention(key)
+        return self._mention_memo[key]
+
+    def _is_mention(self, span: TokenSpan) -> bool:
         if self._label_colons and self.crosses_turn_label(span):
             return False
         if CLAUSE in self.enabled and self.is_clause(span):
@@ -1279,6 +1289,13 @@ class DocRules:
         return False
 
     def features(self, span: TokenSpan) -> FrozenSet[str]:
+        """A mention's features (`_features`), worked out once a span."""
+        key = (span[0], span[1])
+        if key not in self._features_memo:
+            self._features_memo[key] = self._features(key)
+        return self._features_memo[key]
+
+    def _features(self, span: TokenSpan) -> FrozenSet[str]:
         """A one-word pronoun mention's features (PRONOUNS), its speaker's
         where a first- or second-person pronoun has one (SPEAKERS), its
         voice's for I, you, he and she (VOICE outside speaker turns: its
