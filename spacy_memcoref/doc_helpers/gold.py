@@ -141,3 +141,51 @@ def gold_with_gum_mentions(example: Example, prefix: str) -> Tuple[MentionGold, 
             continue
         gold.mentions.append(aligned)
     return gold, n_missed
+
+
+@dataclass
+class PronounGold:
+    """GAP's sparse gold for s2e: a pronoun, the candidate name it refers to
+    and the one it does not, on the predicted tokens. Nothing else in a GAP
+    text is labelled, so s2e learns from these three spans alone (the
+    antecedent part of the pair score, pytorch_s2e.S2EHead.pronoun_loss):
+    the text's other mentions are neither mentions nor non-mentions to it.
+
+    pronoun, right, wrong (TokenSpan): inclusive token ranges.
+    """
+
+    pronoun: TokenSpan
+    right: TokenSpan
+    wrong: TokenSpan
+
+
+def gap_pronoun_gold(example: Example) -> Tuple[Optional[PronounGold], int]:
+    """The PronounGold of a GAP Example (doc_helpers.gap_annotation), or None
+    where GAP gives no choice to learn: the pronoun refers to neither
+    candidate, or to both (A and B are then one person), or the three spans
+    overlap on the predicted tokens.
+
+    RETURNS (Tuple[Optional[PronounGold], int]): the gold, and the number of
+        GAP spans that cover no predicted token (the row is then left out).
+    """
+    from .gap_annotation import GAP_USER_DATA_KEY, gap_reference_spans
+
+    spans = gap_reference_spans(example.reference)
+    if spans is None:
+        return None, 0
+    labels = example.reference.user_data[GAP_USER_DATA_KEY]
+    a_coref, b_coref = bool(labels["A-coref"]), bool(labels["B-coref"])
+    aligned = [align_span(example.predicted, span) for span in spans]
+    n_missed = sum(1 for span in aligned if span is None)
+    if n_missed or a_coref == b_coref:
+        return None, n_missed
+    a, b, pronoun = aligned
+    assert a is not None and b is not None and pronoun is not None
+    right, wrong = (a, b) if a_coref else (b, a)
+    if _overlap(a, b) or _overlap(a, pronoun) or _overlap(b, pronoun):
+        return None, 0
+    return PronounGold(pronoun=pronoun, right=right, wrong=wrong), 0
+
+
+def _overlap(x: TokenSpan, y: TokenSpan) -> bool:
+    return x[0] <= y[1] and y[0] <= x[1]

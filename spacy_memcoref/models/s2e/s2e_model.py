@@ -4,17 +4,32 @@ torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
 
-from typing import Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from spacy.tokens import Doc
+from spacy.training import Example
 from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
 from ...decoders.s2e import S2EDecoder
-from ...doc_helpers.gold import aligned_gold_clusters, gold_with_gum_mentions
+from ...doc_helpers.gap_annotation import has_gap_annotation
+from ...doc_helpers.gold import aligned_gold_clusters, gap_pronoun_gold, gold_with_gum_mentions
 from ..encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB
 from ..encoder.frozen_encoder import frozen_encoder, frozen_options_error
+
+
+def _gold_maker(cluster_gold: Callable[[Example, str], Tuple[Any, int]]) -> Callable[[Example, str], Tuple[Any, int]]:
+    """The s2e's gold hook: a GAP document's sparse pronoun gold
+    (gap_pronoun_gold), any other document's clusters (`cluster_gold`), so
+    one training corpus may hold both."""
+
+    def make_gold(example: Example, prefix: str) -> Tuple[Any, int]:
+        if has_gap_annotation(example.reference):
+            return gap_pronoun_gold(example)
+        return cluster_gold(example, prefix)
+
+    return make_gold
 
 
 def _check(condition: bool, message: str) -> None:
@@ -215,7 +230,7 @@ def build_s2e(
         tok2vec,
         head,
         make_head_input,
-        make_gold=gold_with_gum_mentions if head.reads_gum_layer else aligned_gold_clusters,
+        make_gold=_gold_maker(gold_with_gum_mentions if head.reads_gum_layer else aligned_gold_clusters),
         decoder=decoder,
         lr_scale=head_lr_scale,
     )
