@@ -4,6 +4,7 @@ torch is imported inside the builder, so loading the entry points (which
 spaCy does for every pipeline) never needs it.
 """
 
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from spacy.tokens import Doc
@@ -19,17 +20,16 @@ from ..encoder.encoder_cache import DEFAULT_FROZEN_CACHE_MB
 from ..encoder.frozen_encoder import frozen_encoder, frozen_options_error
 
 
-def _gold_maker(cluster_gold: Callable[[Example, str], Tuple[Any, int]]) -> Callable[[Example, str], Tuple[Any, int]]:
-    """The s2e's gold hook: a GAP document's sparse pronoun gold
-    (gap_pronoun_gold), any other document's clusters (`cluster_gold`), so
-    one training corpus may hold both."""
-
-    def make_gold(example: Example, prefix: str) -> Tuple[Any, int]:
-        if has_gap_annotation(example.reference):
-            return gap_pronoun_gold(example)
-        return cluster_gold(example, prefix)
-
-    return make_gold
+def _s2e_gold(
+    cluster_gold: Callable[[Example, str], Tuple[Any, int]], example: Example, prefix: str
+) -> Tuple[Any, int]:
+    """The s2e's gold hook (bound to `cluster_gold` by functools.partial, so
+    the model still pickles): a GAP document's sparse pronoun gold
+    (gap_pronoun_gold), any other document's clusters, so one training
+    corpus may hold both."""
+    if has_gap_annotation(example.reference):
+        return gap_pronoun_gold(example)
+    return cluster_gold(example, prefix)
 
 
 def _check(condition: bool, message: str) -> None:
@@ -230,7 +230,7 @@ def build_s2e(
         tok2vec,
         head,
         make_head_input,
-        make_gold=_gold_maker(gold_with_gum_mentions if head.reads_gum_layer else aligned_gold_clusters),
+        make_gold=partial(_s2e_gold, gold_with_gum_mentions if head.reads_gum_layer else aligned_gold_clusters),
         decoder=decoder,
         lr_scale=head_lr_scale,
     )
