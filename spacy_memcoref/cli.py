@@ -24,6 +24,7 @@ COMMAND_ORDER = (
     "export",
     "score",
     "train",
+    "interpolate",
     "tune-link-threshold",
     "tune-gap-threshold",
     "resolve",
@@ -52,7 +53,7 @@ app = typer.Typer(
     name="memcoref",
     help=(
         "spacy_memcoref: coreference for spaCy. Data: convert, export, score. After `spacy train`: "
-        "tune-link-threshold (s2e), tune-gap-threshold (PeTra). A trained pipeline: resolve (one text), predict, annotate, "
+        "interpolate (a fine-tune part way back to its source), tune-link-threshold (s2e), tune-gap-threshold (PeTra). A trained pipeline: resolve (one text), predict, annotate, "
         "quantize, visualize, count-people."
     ),
     no_args_is_help=True,
@@ -542,6 +543,47 @@ def tune_gap_threshold_cmd(
         raise _fail(err)
     typer.echo(tuned.stored_line(out_path))
     typer.echo(json.dumps(tuned.summary(), sort_keys=True))
+
+
+@app.command("interpolate", short_help="A fine-tuned pipeline moved part of the way back to its source (WiSE-FT).")
+def interpolate_cmd(
+    source: str = typer.Argument(
+        ..., help="The pipeline FINETUNED was fine-tuned from: a directory, package or shipped model."
+    ),
+    finetuned: str = typer.Argument(..., help="The fine-tuned pipeline: a directory or package name."),
+    output: Path = typer.Argument(
+        ..., help="The directory to write the result to (new, empty, or an earlier pipeline output)."
+    ),
+    weight: float = typer.Option(
+        0.5, "--weight", help="The fine-tuned pipeline's share of each weight, in [0, 1]: 0 gives SOURCE, 1 FINETUNED."
+    ),
+) -> None:
+    """Write FINETUNED with every trained weight of its coreference
+    components set to (1 - weight) * SOURCE + weight * FINETUNED (WiSE-FT,
+    Wortsman et al. 2022): settings and link threshold are FINETUNED's, so
+    tune the result's link threshold again (tune-link-threshold). The two
+    must be one architecture (the same components, layers and shapes)."""
+    from .tuning.interpolate import interpolate_weights
+    from .tuning.save import check_pipeline_output, pipeline_output_dir
+
+    try:
+        resolved = [resolve_model(source), resolve_model(finetuned)]
+        check_pipeline_output(output, [_model_input(model) for model in resolved])
+        source_nlp, finetuned_nlp = (load_pipeline(model) for model in resolved)
+        differed = interpolate_weights(source_nlp, finetuned_nlp, weight)
+        finetuned_nlp.meta["memcoref_interpolated"] = {
+            "source": str(source),
+            "finetuned": str(finetuned),
+            "weight": weight,
+        }
+        with pipeline_output_dir(output) as tmp:
+            finetuned_nlp.to_disk(tmp)
+    except (DataFormatError, ValueError, OSError) as err:
+        raise _fail(err)
+    typer.echo(
+        f"wrote {output}: {weight:g} x {finetuned} + {1 - weight:g} x {source} "
+        f"({differed} weight tensors differed between the two; tune its link threshold again)"
+    )
 
 
 @app.command("tune-link-threshold", short_help="s2e: choose the link threshold with the best CoNLL F1 on dev data.")

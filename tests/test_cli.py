@@ -394,6 +394,7 @@ def test_top_level_help_lists_commands_in_workflow_order_as_plain_text():
         "export",
         "score",
         "train",
+        "interpolate",
         "tune-link-threshold",
         "tune-gap-threshold",
         "resolve",
