@@ -6,7 +6,12 @@ settings of the config's [warm_start] block), tune the decision (s2e: link
 threshold on dev, for model-best and model-last, the better kept; PeTra:
 calibration and threshold on validation), then store what training
 changed (`python -m spacy_memcoref pretrained-build`, in the recipe's
-"storage" form), scored as stored. A recipe on a Hugging Face encoder (its
+"storage" form), scored as stored. A recipe with a "finetune" block has a
+second stage: the first stage's model stored as above, fine-tuned from that
+stored form by the block's config on the block's corpora (copied into one
+folder) with its seed, the fine-tune's weights moved part of the way back
+to the stored first stage (`interpolate --weight`, the block's "weight"),
+tuned again, and that is what is stored and ships. A recipe on a Hugging Face encoder (its
 "encoder": name and SHA-256) trains on the local copy that load() would use
 ($SPACY_MEMCOREF_ENCODER, the Hugging Face cache, or a download).
 
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +86,7 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     store = [f"--{key}={value}" for key, value in sorted(storage.items())]
     if encoder is not None:
         store.append(f"--encoder={encoder['name']}")
-    return [
+    first_stage = [
         [  # through scripts/train.py (which makes a fine-tuning config's source), for the environment it gives `spacy train`
             python,
             str(Path("scripts", "train.py")),
@@ -101,35 +107,65 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
             str(recipe["steps"]),
             *overrides,
         ],
-        [
-            python,
-            "-m",
-            "spacy_memcoref",
-            tune,
-            str(run / "model-best"),
-            recipe["dev"],
-            *also,
-            "--output",
-            str(run / "model-tuned"),
-            "--gpu-id",
-            str(gpu_id),
-        ],
-        [
-            python,
-            "-m",
-            "spacy_memcoref",
-            "pretrained-build",
-            str(run / "model-tuned"),
-            str(Path("spacy_memcoref", "pretrained_models", name)),
-            "--name",
-            name,
-            "--meta",
-            str(recipe_file),
-            "--dev",
-            recipe["dev"],
-            *store,
-        ],
+        [python, "-m", "spacy_memcoref", tune, str(run / "model-best"), recipe["dev"], *also]
+        + ["--output", str(run / "model-tuned"), "--gpu-id", str(gpu_id)],
     ]
+    build = [python, "-m", "spacy_memcoref", "pretrained-build"]
+    identity = ["--name", name, "--meta", str(recipe_file)]
+    tuned = run / "model-tuned"
+    second_stage: List[List[str]] = []
+    finetune = recipe.get("finetune")
+    if finetune is not None:
+        # the first stage stored as it would ship, then fine-tuned from that
+        # stored form by the second stage's config (its own steps and rate)
+        stored = run / "first-stage-stored"
+        second = run / "finetune"
+        second_stage = [
+            [*build, str(tuned), str(stored), *identity, *store],
+            [python, str(Path("scripts", "train.py")), finetune["config"], "--s2e", str(stored)]
+            + ["--output", str(second), "--paths.train", str(finetune_corpus(name)), "--paths.dev", recipe["dev"]]
+            + ["--gpu-id", str(gpu_id), "--system.seed", str(finetune["seed"])],
+            # the fine-tune's last checkpoint moved part of the way back to
+            # the source it started from (scripts/train.py saved it as
+            # OUTPUT/source): the block's "weight" is the fine-tune's share
+            # (model-best is not used: spaCy scores the source before the
+            # first update, so it can be the first stage unchanged)
+            [python, "-m", "spacy_memcoref", "interpolate", str(second / "source"), str(second / "model-last")]
+            + [str(second / "interpolated"), "--weight", str(finetune["weight"])],
+            [python, "-m", "spacy_memcoref", tune, str(second / "interpolated"), recipe["dev"]]
+            + ["--output", str(second / "model-tuned"), "--gpu-id", str(gpu_id)],
+        ]
+        tuned = second / "model-tuned"
+    shipped = Path("spacy_memcoref", "pretrained_models", name)
+    return [*first_stage, *second_stage, [*build, str(tuned), str(shipped), *identity, "--dev", recipe["dev"], *store]]
+
+
+def finetune_corpus(name: str) -> Path:
+    """The folder a recipe's second stage trains on: a copy of each corpus
+    its "finetune" block lists ("train"), made by join_corpora (spaCy's
+    corpus reader takes one path, and reads every .spacy file of a folder)."""
+    return Path("training", "pretrained", name, "finetune-corpus")
+
+
+def join_corpora(name: str) -> None:
+    """Copy the corpora of the recipe's second stage into finetune_corpus
+    (nothing for a recipe without one). A corpus that is missing is an
+    error naming it and the project step that makes it."""
+    finetune = read_recipe(name).get("finetune")
+    if finetune is None:
+        return
+    missing = [path for path in finetune["train"] if not (REPO / path).is_file()]
+    if missing:
+        raise SystemExit(
+            f"{name}: the second stage trains on {', '.join(missing)}, which is missing (run convert-gap and convert-corpus first)"
+        )
+    folder = REPO / finetune_corpus(name)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for index, path in enumerate(finetune["train"]):
+        # numbered, so two corpora with one file name (train.spacy) both stay
+        shutil.copyfile(REPO / path, folder / f"{index}-{Path(path).name}")
 
 
 def encoder_folder(name: str) -> Optional[str]:
@@ -157,6 +193,8 @@ def main(argv=None) -> int:
         from spacy_memcoref.encoder_source import ENV_VAR
 
         env[ENV_VAR] = folder
+    if not args.dry_run:
+        join_corpora(args.name)
     for command in commands(args.name, args.gpu_id, folder):
         print(shlex.join(command), flush=True)
         if not args.dry_run:

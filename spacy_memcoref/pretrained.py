@@ -552,6 +552,12 @@ def describe(meta: Dict[str, Any]) -> Iterable[str]:
         # the overrides are part of the recipe: the config alone trains another model
         for key, value in sorted(recipe.get("overrides", {}).items()):
             yield f"    --{key} {json.dumps(value)}"
+        finetune = recipe.get("finetune")
+        if finetune:  # the second stage (scripts/pretrained.py): fine-tuned, then interpolated with the first
+            yield (
+                f"    then fine-tuned by {finetune.get('config', '?')} on {' + '.join(finetune.get('train', []))}, "
+                f"seed {finetune.get('seed', '?')}, and interpolated with the first stage at {finetune.get('weight', '?')}"
+            )
         for key, value in sorted(recipe.get("component", {}).items()):
             yield f"    predicting with {key} = {json.dumps(value)}"
     for key, value in sorted(meta.get("scores", {}).items()):

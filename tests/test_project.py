@@ -1629,3 +1629,84 @@ def test_spacy_package_wheel_installs_and_loads_in_a_fresh_venv(trained_s2e, tmp
     print(
         "timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()) + f"; total {sum(timings.values()):.0f}"
     )
+
+
+def test_a_recipe_with_a_second_stage_fine_tunes_its_stored_first_stage_and_ships_the_second():
+    """s2e-ontogum-base: the base-encoder s2e is trained, tuned and stored as
+    it would ship, then fine-tuned from that stored form by its second
+    stage's config (OntoGUM and GAP's rows), moved part of the way back to
+    that form (interpolate), tuned again, and that is what is stored,
+    scored on dev, and ships."""
+    from spacy.util import load_config
+
+    script = load_script("pretrained")
+    recipe = srsly.read_json(REPO / "configs" / "pretrained" / "s2e-ontogum-base.json")["recipe"]
+    finetune = recipe["finetune"]
+    steps = script.commands("s2e-ontogum-base", -1)
+    run = Path("training", "pretrained", "s2e-ontogum-base")
+    builds = [step for step in steps if step[3:4] == ["pretrained-build"]]
+    trains = [step for step in steps if step[1] == "scripts/train.py"]
+    tunes = [step for step in steps if step[3:4] == ["tune-link-threshold"]]
+    assert len(builds) == len(trains) == len(tunes) == 2
+    first_stored, shipped = builds
+    second = trains[1]
+    assert first_stored[4] == str(run / "model-tuned") and "--dev" not in first_stored
+    assert second[2] == finetune["config"] and second[second.index("--s2e") + 1] == first_stored[5]
+    assert second[second.index("--paths.train") + 1] == str(script.finetune_corpus("s2e-ontogum-base"))
+    assert second[second.index("--system.seed") + 1] == str(finetune["seed"])
+    assert steps.index(first_stored) < steps.index(second) < steps.index(tunes[1]) < steps.index(shipped)
+    second_output = Path(second[second.index("--output") + 1])
+    # the fine-tune's last checkpoint (its model-best may be the step-0 score, the first stage unchanged)
+    # moved part of the way back to the source scripts/train.py saved, then tuned
+    (interpolate,) = [step for step in steps if step[3:4] == ["interpolate"]]
+    assert interpolate[4:7] == [
+        str(second_output / "source"),
+        str(second_output / "model-last"),
+        str(second_output / "interpolated"),
+    ]
+    assert float(interpolate[interpolate.index("--weight") + 1]) == finetune["weight"] and 0 < finetune["weight"] < 1
+    assert steps.index(second) < steps.index(interpolate) < steps.index(tunes[1])
+    assert tunes[1][4] == interpolate[6] and "--also" not in tunes[1]
+    assert tunes[1][tunes[1].index("--output") + 1] == str(second_output / "model-tuned")
+    assert shipped[4] == str(second_output / "model-tuned") and "--dev" in shipped
+    assert shipped[5] == str(Path("spacy_memcoref", "pretrained_models", "s2e-ontogum-base"))
+    stored_form = [arg for arg in shipped if arg.startswith(("--form", "--rank", "--encoder"))]
+    assert stored_form and stored_form == [
+        arg for arg in first_stored if arg.startswith(("--form", "--rank", "--encoder"))
+    ]
+    # the second stage's steps and rate live in its config alone
+    assert not any(arg.startswith("--training.") for arg in second)
+    config = load_config(REPO / finetune["config"], interpolate=True)
+    warm = config["components"]["memcoref"]["warm_start"]
+    assert warm["set"] == {} and load_script("train").same_encoder(warm["encoder"], recipe["encoder"]["name"])
+    assert config["components"]["memcoref"]["source"] is None  # paths.source: scripts/train.py makes it
+    assert config["training"]["optimizer"]["learn_rate"]["total_steps"] == config["training"]["max_steps"]
+
+
+def test_the_second_stages_corpora_are_copied_into_one_folder_that_spacy_reads_whole(tmp_path):
+    """spaCy's corpus reader takes one path: join_corpora copies each corpus
+    of the recipe's second stage into one folder (two files of one name
+    both kept), and a missing corpus is an error naming it."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Corpus
+
+    script = load_script("pretrained")
+    script.REPO = tmp_path
+    nlp = spacy.blank("en")
+    for part, texts in (("ontogum", ["Alice met Bob.", "She waved."]), ("gap", ["Anna saw Mary there."])):
+        (tmp_path / "corpus" / part).mkdir(parents=True)
+        DocBin(docs=[nlp.make_doc(t) for t in texts]).to_disk(tmp_path / "corpus" / part / "train.spacy")
+    recipe = {
+        "finetune": {"config": "x.cfg", "train": ["corpus/ontogum/train.spacy", "corpus/gap/train.spacy"], "seed": 0}
+    }
+    (tmp_path / "configs" / "pretrained").mkdir(parents=True)
+    srsly.write_json(tmp_path / "configs" / "pretrained" / "two.json", {"recipe": recipe})
+    script.join_corpora("two")
+    folder = tmp_path / script.finetune_corpus("two")
+    assert sorted(p.name for p in folder.iterdir()) == ["0-train.spacy", "1-train.spacy"]
+    texts = sorted(eg.reference.text for eg in Corpus(folder)(nlp))
+    assert texts == ["Alice met Bob.", "Anna saw Mary there.", "She waved."]
+    (tmp_path / "corpus" / "gap" / "train.spacy").unlink()
+    with pytest.raises(SystemExit, match="corpus/gap/train.spacy"):
+        script.join_corpora("two")
