@@ -418,7 +418,8 @@ def build(
             encoder_dirs.add(str(folder))
     if len(encoder_dirs) > 1:
         raise ValueError(f"{pipeline_dir}: its components use different encoders ({sorted(encoder_dirs)})")
-    for key in ("train", "dev"):
+    # the build machine's own files (its corpora, the pipeline a fine-tune started from) mean nothing elsewhere
+    for key in ("train", "dev", "source"):
         if key in config.get("paths", {}):
             config["paths"][key] = None
     for pipe_name, _ in coref_components(trained):

@@ -106,6 +106,25 @@ def test_build_sets_the_recipes_component_settings(trained_like, tmp_path):
     assert loaded.get_pipe("memcoref").gender_mirror is True
 
 
+def test_build_drops_the_build_machines_own_paths(trained_like, tmp_path):
+    """A pipeline saved by a fine-tune names its corpora and the pipeline it
+    started from in [paths]: files of the machine that built it, which mean
+    nothing where the model is loaded, so the stored config has them null."""
+    import spacy
+    from spacy.util import load_config
+
+    _, path = trained_like
+    nlp = spacy.load(path)
+    config = nlp.config.copy()
+    config["paths"].update({"train": "corpus/train.spacy", "dev": "corpus/dev.spacy", "source": "runs/ws_default"})
+    nlp.config = config
+    nlp.to_disk(tmp_path / "finetuned")
+    assert load_config(tmp_path / "finetuned" / "config.cfg")["paths"]["source"] == "runs/ws_default"
+    pretrained.build(tmp_path / "finetuned", tmp_path / "shipped", name="test-model", dtype="float32")
+    stored = load_config(tmp_path / "shipped" / "config.cfg", interpolate=False)["paths"]
+    assert (stored["train"], stored["dev"], stored["source"]) == (None, None, None)
+
+
 def test_build_refuses_a_trained_tensor_the_stored_model_would_not_have(trained_like, tmp_path, monkeypatch):
     """Only the head's training-only modules may be left out; any other
     tensor missing from the model the stored config builds is an error,
