@@ -21,9 +21,9 @@ def _weights(nlp: Language) -> Iterator[Tuple[WeightKey, Any, Any]]:
     tensor (parameters and buffers) of the torch modules its shims hold."""
     import torch
 
-    from ..pretrained import coref_components
+    from ..pipeline.coref_component import coref_components
 
-    for pipe_name, pipe in coref_components(nlp):
+    for pipe_name, pipe in coref_components(nlp, include_disabled=True):
         seen = set()
         for index, node in enumerate(pipe.model.walk()):
             for name in node.param_names:
