@@ -69,7 +69,7 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     """
     recipe_file = Path("configs", "pretrained", f"{name}.json")
     recipe = read_recipe(name)
-    run = Path("training", "pretrained", name)
+    run = run_folder(name)
     overrides = [item for key, value in recipe["overrides"].items() for item in (f"--{key}", json.dumps(value))]
     python = sys.executable
     encoder = recipe.get("encoder")
@@ -140,11 +140,16 @@ def commands(name: str, gpu_id: int, encoder_dir: Optional[str] = None) -> List[
     return [*first_stage, *second_stage, [*build, str(tuned), str(shipped), *identity, "--dev", recipe["dev"], *store]]
 
 
+def run_folder(name: str) -> Path:
+    """Where the recipe of `name` trains and tunes (relative to the repository)."""
+    return Path("training", "pretrained", name)
+
+
 def finetune_corpus(name: str) -> Path:
     """The folder a recipe's second stage trains on: a copy of each corpus
     its "finetune" block lists ("train"), made by join_corpora (spaCy's
     corpus reader takes one path, and reads every .spacy file of a folder)."""
-    return Path("training", "pretrained", name, "finetune-corpus")
+    return run_folder(name) / "finetune-corpus"
 
 
 def join_corpora(name: str) -> None:

@@ -16,9 +16,10 @@ WeightKey = Tuple[str, int, str, str]
 
 
 def _weights(nlp: Language) -> Iterator[Tuple[WeightKey, Any, Any]]:
-    """(key, value, setter) of every trained weight of the pipeline's
-    coreference components: Thinc's own parameters, and each floating-point
-    tensor (parameters and buffers) of the torch modules its shims hold."""
+    """(key, value, node) of every trained weight of the pipeline's
+    coreference components: Thinc's own parameters (the node's, by the
+    key's last part), and each floating-point tensor (parameters and
+    buffers, themselves: set in place) of the torch modules its shims hold."""
     import torch
 
     from ..pipeline.coref_component import coref_components
@@ -28,7 +29,7 @@ def _weights(nlp: Language) -> Iterator[Tuple[WeightKey, Any, Any]]:
         for index, node in enumerate(pipe.model.walk()):
             for name in node.param_names:
                 if node.has_param(name):
-                    yield (pipe_name, index, node.name, name), node.get_param(name), _thinc_setter(node, name)
+                    yield (pipe_name, index, node.name, name), node.get_param(name), node
             for shim in node.shims:
                 module = getattr(shim, "_model", None)
                 if module is None or id(module) in seen:
@@ -36,21 +37,7 @@ def _weights(nlp: Language) -> Iterator[Tuple[WeightKey, Any, Any]]:
                 seen.add(id(module))
                 for tensor_name, tensor in module.state_dict(keep_vars=True).items():
                     if torch.is_floating_point(tensor):
-                        yield (pipe_name, index, node.name, tensor_name), tensor, _torch_setter(tensor)
-
-
-def _thinc_setter(node: Any, name: str) -> Any:
-    return lambda value: node.set_param(name, value)
-
-
-def _torch_setter(tensor: Any) -> Any:
-    import torch
-
-    def set_value(value: Any) -> None:
-        with torch.no_grad():
-            tensor.copy_(value)
-
-    return set_value
+                        yield (pipe_name, index, node.name, tensor_name), tensor, node
 
 
 def interpolate_weights(source: Language, finetuned: Language, weight: float) -> int:
@@ -58,7 +45,8 @@ def interpolate_weights(source: Language, finetuned: Language, weight: float) ->
     (1 - weight) * its value in `source` + weight * its own value, in place.
 
     source (Language): the pipeline `finetuned` was fine-tuned from.
-    finetuned (Language): the fine-tuned pipeline; changed in place.
+    finetuned (Language): the fine-tuned pipeline; changed in place (not
+        at all when the two do not match).
     weight (float): 0 gives `source`'s weights, 1 leaves `finetuned` as it is.
     RETURNS (int): the number of weights that differed between the two.
     RAISES ValueError: a weight outside [0, 1]; the two pipelines differ in
@@ -79,21 +67,23 @@ def interpolate_weights(source: Language, finetuned: Language, weight: float) ->
             + [f"only in the fine-tuned: {'/'.join(map(str, k))}" for k in extra[:3]]
         )
         raise ValueError(f"the two pipelines are not one architecture ({where})")
-    differed = 0
-    for key, value, set_value in ours:
-        other = theirs[key]
-        if tuple(other.shape) != tuple(value.shape):
+    for key, value, _ in ours:  # every shape checked before any weight changes
+        if tuple(theirs[key].shape) != tuple(value.shape):
             raise ValueError(
-                f"{'/'.join(map(str, key))}: shape {tuple(other.shape)} in the source, "
+                f"{'/'.join(map(str, key))}: shape {tuple(theirs[key].shape)} in the source, "
                 f"{tuple(value.shape)} in the fine-tuned pipeline"
             )
+    differed = 0
+    for key, value, node in ours:
+        other = theirs[key]
         if isinstance(value, torch.Tensor):
-            mixed = (1.0 - weight) * other.detach().float() + weight * value.detach().float()
             differed += int(not torch.equal(other, value))
-            set_value(mixed.to(value.dtype))
+            mixed = (1.0 - weight) * other.detach().float() + weight * value.detach().float()
+            with torch.no_grad():
+                value.copy_(mixed.to(value.dtype))
         else:  # a Thinc parameter: a numpy (or cupy) array
             xp = get_array_module(value)
             other = xp.asarray(other)
             differed += int(not xp.array_equal(other, value))
-            set_value(((1.0 - weight) * other + weight * value).astype(value.dtype))
+            node.set_param(key[3], ((1.0 - weight) * other + weight * value).astype(value.dtype))
     return differed
