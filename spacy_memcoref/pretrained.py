@@ -184,16 +184,12 @@ def coref_components(nlp: Language) -> List[Tuple[str, Any]]:
 
 def torch_modules(nlp: Language) -> Iterator[Tuple[str, str, Any]]:
     """(component, node name, torch module) of every torch module of the
-    coreference components: the encoder (node `hf-pytorch`) and the head."""
-    for pipe_name, pipe in coref_components(nlp):
-        seen = set()
-        for node in pipe.model.walk():
-            for shim in node.shims:
-                module = getattr(shim, "_model", None)
-                if module is None or id(module) in seen:
-                    continue
-                seen.add(id(module))
-                yield pipe_name, node.name, module
+    coreference components, disabled ones too: the encoder (node
+    `hf-pytorch`) and the head (pipeline.coref_component.coref_torch_modules)."""
+    from .pipeline.coref_component import coref_torch_modules
+
+    for pipe_name, _, node, module in coref_torch_modules(nlp, include_disabled=True):
+        yield pipe_name, node.name, module
 
 
 def is_encoder(node_name: str) -> bool:

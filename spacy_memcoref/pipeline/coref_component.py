@@ -12,7 +12,7 @@ import inspect
 import warnings
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 import numpy
 import srsly
@@ -281,6 +281,25 @@ def coref_components(
         for name, pipe in pipes
         if coref_kind(pipe) is not None and (kind is None or coref_kind(pipe) == kind)
     ]
+
+
+def coref_torch_modules(nlp: Language, *, include_disabled: bool = False) -> Iterator[Tuple[str, int, Model, Any]]:
+    """(component, node index in model.walk(), node, torch module) of every
+    torch module the coreference components' shims hold (the encoder's and
+    the head's), each once per component: the one walk over them (the
+    shipped models' storage and `interpolate` ask here).
+
+    include_disabled (bool): as for coref_components.
+    """
+    for pipe_name, pipe in coref_components(nlp, include_disabled=include_disabled):
+        seen = set()
+        for index, node in enumerate(pipe.model.walk()):
+            for shim in node.shims:
+                module = getattr(shim, "_model", None)
+                if module is None or id(module) in seen:
+                    continue
+                seen.add(id(module))
+                yield pipe_name, index, node, module
 
 
 class CorefComponent(TrainablePipe):

@@ -22,22 +22,17 @@ def _weights(nlp: Language) -> Iterator[Tuple[WeightKey, Any, Any]]:
     buffers, themselves: set in place) of the torch modules its shims hold."""
     import torch
 
-    from ..pipeline.coref_component import coref_components
+    from ..pipeline.coref_component import coref_components, coref_torch_modules
 
     for pipe_name, pipe in coref_components(nlp, include_disabled=True):
-        seen = set()
         for index, node in enumerate(pipe.model.walk()):
             for name in node.param_names:
                 if node.has_param(name):
                     yield (pipe_name, index, node.name, name), node.get_param(name), node
-            for shim in node.shims:
-                module = getattr(shim, "_model", None)
-                if module is None or id(module) in seen:
-                    continue
-                seen.add(id(module))
-                for tensor_name, tensor in module.state_dict(keep_vars=True).items():
-                    if torch.is_floating_point(tensor):
-                        yield (pipe_name, index, node.name, tensor_name), tensor, node
+    for pipe_name, index, node, module in coref_torch_modules(nlp, include_disabled=True):
+        for tensor_name, tensor in module.state_dict(keep_vars=True).items():
+            if torch.is_floating_point(tensor):
+                yield (pipe_name, index, node.name, tensor_name), tensor, node
 
 
 def interpolate_weights(source: Language, finetuned: Language, weight: float) -> int:
