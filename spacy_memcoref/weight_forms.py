@@ -58,8 +58,16 @@ def pack(key: str, trained: Any, base: Any, form: str, *, rank: int, dtype: Any)
         scale = matrix.abs().amax(dim=1).clamp(min=torch.finfo(torch.float32).tiny) / 127.0
         values = torch.round(matrix / scale[:, None]).clamp(-127, 127).to(torch.int8)
         return {key + INT8: values.contiguous(), key + SCALE: scale.contiguous()}
-    delta = trained.detach().float() - base.detach().float()
-    u, s, vh = torch.linalg.svd(delta, full_matrices=False)
+    # in float64 on one thread: LAPACK splits the work by the thread count, and
+    # the singular vectors' last bits with it, so a rebuild on another machine
+    # (or beside a training) stored other bytes for the same model
+    delta = trained.detach().double() - base.detach().double()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        u, s, vh = torch.linalg.svd(delta, full_matrices=False)
+    finally:
+        torch.set_num_threads(threads)
     r = min(rank, s.numel())
     root = s[:r].sqrt()
     return {

@@ -49,6 +49,26 @@ def test_lowrank_is_the_best_rank_r_approximation_of_what_training_added():
     assert torch.allclose(weight_forms.unpack(whole, "k", "lowrank", base, where="f"), trained, atol=1e-5)
 
 
+def test_lowrank_stores_the_same_bytes_whatever_the_thread_count():
+    """A rebuild on another machine (or beside a training) must store the
+    same model: LAPACK's result depends on its thread count (a 256 x 128
+    delta in float32 gave other bfloat16 bytes on one and two threads)."""
+    import torch
+
+    base, trained = _matrices(seed=3, out=256, inp=128)
+    threads = torch.get_num_threads()
+    packed = []
+    try:
+        for n in (2, 1):
+            torch.set_num_threads(n)
+            packed.append(weight_forms.pack("k", trained, base, "lowrank", rank=8, dtype=torch.bfloat16))
+            assert torch.get_num_threads() == n  # and pack gives the threads back
+    finally:
+        torch.set_num_threads(threads)
+    assert packed[0].keys() == packed[1].keys()
+    assert all(torch.equal(packed[0][k], packed[1][k]) for k in packed[0])
+
+
 def test_int8_rounds_each_row_by_its_own_scale():
     import torch
 
