@@ -466,9 +466,10 @@ def build(
         counts[f"{pipe_name}/{node_name}"] = {"stored": kept, "total": sum(v.numel() for v in base.values())}
     output_dir.mkdir(parents=True, exist_ok=True)
     config.to_disk(output_dir / CONFIG_FILE)
-    save_file(
-        tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT, "name": name, "dtype": dtype, "form": form}
-    )
+    # one metadata key: safetensors writes its metadata in a Rust HashMap's
+    # order, new in each process, so several keys gave other bytes (and
+    # another SHA-256) at each build of one model; meta.json holds the rest
+    save_file(tensors, str(output_dir / WEIGHTS_FILE), metadata={"format": FORMAT})
     (output_dir / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600: a package's data is readable by all
     component_cfg = {
         pipe_name: {key: value for key, value in pipe.cfg.items() if key != "span_cluster_prefix"}

@@ -217,6 +217,18 @@ def built(trained_on_hub_encoder, tmp_path):
     return tmp_path / "m"
 
 
+def test_a_build_stores_the_same_bytes_each_time(built, trained_on_hub_encoder, tmp_path):
+    """pretrained-build of one pipeline gives one weights file, so its
+    SHA-256 in meta.json names the model, not the run (safetensors wrote
+    several metadata keys in a new order each time)."""
+    _, path = trained_on_hub_encoder
+    first = (built / pretrained.WEIGHTS_FILE).read_bytes()
+    for i in range(3):
+        again = tmp_path / f"again{i}"
+        pretrained.build(path, again, name="test-base", form="lowrank", rank=4, encoder=HUB_NAME)
+        assert (again / pretrained.WEIGHTS_FILE).read_bytes() == first, i
+
+
 @pytest.fixture
 def empty_hub_cache(tmp_path, monkeypatch):
     import huggingface_hub.constants
