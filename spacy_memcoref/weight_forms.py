@@ -59,8 +59,9 @@ def pack(key: str, trained: Any, base: Any, form: str, *, rank: int, dtype: Any)
         values = torch.round(matrix / scale[:, None]).clamp(-127, 127).to(torch.int8)
         return {key + INT8: values.contiguous(), key + SCALE: scale.contiguous()}
     # in float64 on one thread: LAPACK splits the work by the thread count, and
-    # the singular vectors' last bits with it, so a rebuild on another machine
-    # (or beside a training) stored other bytes for the same model
+    # the singular vectors' last bits with it, so a rebuild with another count
+    # (another machine's, or beside a training) stored other bytes for the
+    # same model; float64 leaves what other CPUs' kernels change below bfloat16
     delta = trained.detach().double() - base.detach().double()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -50,8 +50,8 @@ def test_lowrank_is_the_best_rank_r_approximation_of_what_training_added():
 
 
 def test_lowrank_stores_the_same_bytes_whatever_the_thread_count():
-    """A rebuild on another machine (or beside a training) must store the
-    same model: LAPACK's result depends on its thread count (a 256 x 128
+    """A rebuild with another thread count (another machine's, or beside a
+    training) must store the same model: LAPACK's result depends on its thread count (a 256 x 128
     delta in float32 gave other bfloat16 bytes on one and two threads)."""
     import torch
 
