@@ -16,7 +16,11 @@ the pronoun or not. The rule (each step a function below):
 2. Names (`is_name`): a mention of 1-5 tokens whose words all start with a
    capital letter (name particles such as "de", "van", "of" aside), whose
    first word is not a determiner or a pronoun ("The Doctor", "Her Majesty"
-   are not names), a trailing possessive "'s" cut off.
+   are not names), a trailing possessive "'s" cut off. With `--candidates
+   mentions` (`is_candidate`), any mention of 1-6 tokens with a letter that
+   is not one pronoun: "the stranger", "her sister" too, as in the
+   two-occupation sentences ("the nurse ... the mechanic ... she"), which
+   GAP's names never offer.
 3. The text (`window`): the pronoun's sentence and as many whole sentences
    before it as fit in --max-tokens (default 120: GAP's texts are 60-120
    words).
@@ -25,7 +29,8 @@ the pronoun or not. The rule (each step a function below):
    each entity; the pronoun's own entity (TRUE) and the nearest other
    (FALSE) when its entity is named there, else the two nearest others
    (both FALSE, GAP's "Neither"); A is the earlier of the two in the text.
-   A pronoun with fewer than two such entities before it gives no row.
+   A pronoun with fewer than two such entities before it gives no row, nor
+   one whose two candidates overlap ("the wife of John", "John").
 5. One row a sentence (the first pronoun in it that gives one;
    --rows-per-sentence), so that a passage does not return a dozen times; rows whose text shares an
    8-word run with a text of an --exclude GAP file are left out (GUM's
@@ -99,6 +104,19 @@ def is_name(words: Sequence[str], mention: Mention) -> Optional[Mention]:
     return s, e
 
 
+def is_candidate(words: Sequence[str], mention: Mention) -> Optional[Mention]:
+    """The mention as a candidate of --candidates mentions (its possessive
+    cut off), or None: 1-6 tokens with a letter, not one pronoun."""
+    s, e = mention
+    while e > s and words[e] in POSSESSIVE:
+        e -= 1
+    if e - s + 1 > 6 or (s == e and words[s].lower() in NOT_NAME_FIRST | set(GAP_PRONOUNS)):
+        return None
+    if not any(c.isalpha() for w in words[s : e + 1] for c in w):
+        return None
+    return s, e
+
+
 def sentences(sent_starts: Sequence[bool]) -> List[Tuple[int, int]]:
     """(start, end exclusive) of each sentence."""
     starts = [i for i, starts_one in enumerate(sent_starts) if starts_one or i == 0]
@@ -134,6 +152,9 @@ def pair_for(
         chosen = [(others[0], False), (others[1], False)]
     else:
         return None
+    (first, _), (second, _) = chosen
+    if first[0] <= second[1] and second[0] <= first[1]:
+        return None
     chosen.sort(key=lambda pair: pair[0][0])
     return chosen[0], chosen[1]
 
@@ -152,8 +173,11 @@ def document_rows(
     *,
     max_tokens: int,
     per_sentence: int = 1,
+    candidates: str = "names",
 ) -> Iterator[Dict[str, object]]:
-    """The GAP rows of one document, as dicts of the TSV's columns."""
+    """The GAP rows of one document, as dicts of the TSV's columns;
+    candidates: "names" (`is_name`) or "mentions" (`is_candidate`)."""
+    as_candidate = {"names": is_name, "mentions": is_candidate}[candidates]
     genders = cluster_genders(words, clusters)
     entity_of: Dict[Mention, int] = {}
     for c, cluster in enumerate(clusters):
@@ -164,7 +188,7 @@ def document_rows(
         if genders[c] is None:
             continue
         for mention in cluster:
-            name = is_name(words, mention)
+            name = as_candidate(words, mention)
             if name is not None:
                 names_by_gender[genders[c]].append((name, c))
     sents = sentences(sent_starts)
@@ -266,6 +290,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--exclude", type=Path, action="append", default=[], help="a GAP TSV whose texts no row may overlap")
     p.add_argument("--rows-per-sentence", type=int, default=1, help="rows from one sentence's pronouns, at most")
     p.add_argument("--no-balance", action="store_true", help="keep every row (no step 6)")
+    p.add_argument(
+        "--candidates",
+        choices=("names", "mentions"),
+        default="names",
+        help="A and B: names only (GAP's kind), or any mention that is not a pronoun (step 2)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the sampling of step 6")
     args = p.parse_args(argv)
     from spacy_memcoref.corpora.gap import GAP_COLUMNS, format_gap_label, read_gap_rows
@@ -296,6 +326,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 clusters,
                 max_tokens=args.max_tokens,
                 per_sentence=args.rows_per_sentence,
+                candidates=args.candidates,
             ):
                 if excluded and ngrams(str(row["Text"])) & excluded:
                     left_out += 1

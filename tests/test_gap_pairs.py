@@ -103,6 +103,52 @@ def test_what_is_a_name(bgp, words, expected):
     assert (None if found is None else " ".join(tokens[found[0] : found[1] + 1])) == expected
 
 
+# a nurse and a mechanic, as in the two-occupation sentences: no name at all
+TWO_OCCUPATIONS = [
+    "The|(0 nurse|0) called the|(1 mechanic|1) .",
+    "The|(1 mechanic|1) said that she|(1) was late , and her|(0) brother laughed .",
+]
+
+
+def test_mentions_offer_common_nouns_where_names_offer_nothing(bgp, tmp_path):
+    source = tmp_path / "doc.conll"
+    source.write_text(_conll("doc", TWO_OCCUPATIONS))
+    assert bgp.main([str(source), str(tmp_path / "names.tsv"), "--no-balance"]) == 1  # no name: no row
+    rows = _build(bgp, tmp_path, TWO_OCCUPATIONS, "--candidates", "mentions", "--rows-per-sentence", "2")
+    # "she": the mechanic's latest mention (TRUE) and the nurse (FALSE); "her": the nurse (TRUE), and the
+    # mechanic's latest mention is "she", a pronoun, so "The mechanic" is the distractor
+    assert [(r.pronoun, r.a, r.a_coref, r.b, r.b_coref) for r in rows] == [
+        ("she", "The nurse", False, "The mechanic", True),
+        ("her", "The nurse", True, "The mechanic", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "words,expected",
+    [
+        ("the man", "the man"),
+        ("her sister 's", "her sister"),
+        ("Mary", "Mary"),
+        ("She", None),
+        ("him", None),
+        ("who", None),
+        ("-- ,", None),
+        ("the man who sold the old house", None),
+    ],
+)
+def test_what_is_a_candidate_mention(bgp, words, expected):
+    tokens = words.split()
+    found = bgp.is_candidate(tokens, (0, len(tokens) - 1))
+    assert (None if found is None else " ".join(tokens[found[0] : found[1] + 1])) == expected
+
+
+def test_overlapping_candidates_give_no_row(bgp):
+    # "the wife of John" (entity 1) holds "John" (entity 0): not a choice between two people
+    names = [((0, 3), 1), ((3, 3), 0)]
+    assert bgp.pair_for(6, 0, 0, names) is None
+    assert bgp.pair_for(6, 0, 0, [((0, 1), 1), ((3, 3), 0)]) == (((0, 1), False), ((3, 3), True))
+
+
 def test_a_row_overlapping_an_excluded_gap_text_is_left_out(bgp, tmp_path):
     kept = _build(bgp, tmp_path, TWO_WOMEN)
     gap = tmp_path / "gap.tsv"
