@@ -72,6 +72,8 @@ NOT_NAME_FIRST = frozenset(
 )  # fmt: skip
 TITLES = frozenset({"mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "miss", "sir", "lady", "lord"})
 POSSESSIVE = frozenset({"'s", "’s", "'"})
+# a one-word mention that is no candidate of --candidates mentions
+PRONOUN_WORDS = NOT_NAME_FIRST | frozenset(GAP_PRONOUNS)
 NGRAM = 8
 
 Mention = Tuple[int, int]  # token start, end (inclusive)
@@ -110,7 +112,7 @@ def is_candidate(words: Sequence[str], mention: Mention) -> Optional[Mention]:
     s, e = mention
     while e > s and words[e] in POSSESSIVE:
         e -= 1
-    if e - s + 1 > 6 or (s == e and words[s].lower() in NOT_NAME_FIRST | set(GAP_PRONOUNS)):
+    if e - s + 1 > 6 or (s == e and words[s].lower() in PRONOUN_WORDS):
         return None
     if not any(c.isalpha() for w in words[s : e + 1] for c in w):
         return None
