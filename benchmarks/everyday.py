@@ -9,7 +9,15 @@ CoNLL form keeps no line breaks and puts a space between tokens), with its
 speakers, without the gold sentence boundaries (the component finds its
 own, as on a user's text).
 
-    python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--wrong]
+--as-written runs each text as its source file writes it instead
+(tests/data/everyday/everyday.txt, or the .txt beside --gold): line breaks
+kept, no speakers given (the component finds a chat's turns from its
+"Name:" lines, a letter's greeting and signature from its first and last
+lines), the gold mentions aligned by their characters. That is the text a
+user pastes; the CoNLL form is the figure the tests and RESULTS.md's tables
+give unless they say otherwise.
+
+    python benchmarks/everyday.py s2e-ontogum petra-gap [PIPELINE_DIR ...] [--wrong] [--as-written]
 
 --wrong lists each model's wrong pronouns after the tables: the text, the
 pronoun in its sentence, the mentions of its predicted cluster and of its
@@ -17,11 +25,13 @@ gold cluster, for reading by eye.
 """
 
 import argparse
+import importlib.util
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import spacy
+from spacy.tokens import SpanGroup
 from spacy.training import Example
 
 from _common import machine_line, quiet, set_threads, table
@@ -61,6 +71,40 @@ def evaluate(nlp, refs):
     return examples, time.perf_counter() - started
 
 
+def written_refs(source: Path, vocab):
+    """The texts of a bracket-markup source (benchmarks/everyday/build.py
+    reads it) as gold Docs of their plain text, line breaks kept: tokens by
+    spaCy's English tokenizer, each entity of two mentions or more a
+    coref_clusters_N group, doc_id as in the CoNLL file."""
+    spec = importlib.util.spec_from_file_location("everyday_build", Path(__file__).parent / "everyday" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    tokenizer = spacy.blank("en", vocab=vocab).tokenizer
+    refs = []
+    for text in build.read_source(source):
+        doc = tokenizer(text.plain)
+        entities = {}
+        for m in text.mentions:
+            span = doc.char_span(m.start, m.end)
+            if span is None:
+                raise SystemExit(f"{source}:{m.line} (text {text.id!r}): mention {m.text!r} is not on token boundaries")
+            entities.setdefault(m.label, []).append(span)
+        clusters = sorted((sorted(spans) for spans in entities.values() if len(spans) > 1), key=lambda g: g[0].start)
+        for n, spans in enumerate(clusters, 1):
+            doc.spans[f"coref_clusters_{n}"] = SpanGroup(doc, name=f"coref_clusters_{n}", spans=spans)
+        doc.user_data["doc_id"] = build.DOC_PREFIX + text.id
+        refs.append(doc)
+    return refs
+
+
+def evaluate_written(nlp, refs):
+    """(examples, seconds): each text run through the pipeline as a user's
+    text is, its speakers and sentences its own."""
+    started = time.perf_counter()
+    examples = [Example(nlp(nlp.make_doc(ref.text)), ref) for ref in refs]
+    return examples, time.perf_counter() - started
+
+
 def describe_wrong(found) -> str:
     """A wrong pronoun in a few lines: where, its sentence with the pronoun
     marked, what its predicted cluster holds and what its gold cluster holds."""
@@ -83,17 +127,28 @@ def main() -> None:
     parser.add_argument("models", nargs="+")
     parser.add_argument("--gold", default=str(GOLD))
     parser.add_argument("--wrong", action="store_true", help="list each model's wrong pronouns")
+    parser.add_argument(
+        "--as-written",
+        action="store_true",
+        help="run the texts of the source .txt beside --gold, line breaks kept and no speakers given",
+    )
     args = parser.parse_args()
     quiet()
     threads = set_threads(None)
     print(machine_line(threads))
     vocab = spacy.blank("en").vocab
-    refs = list(read_conll_docs(args.gold, vocab))
+    if args.as_written:
+        source = Path(args.gold).with_name(Path(args.gold).name.split(".")[0] + ".txt")
+        refs = written_refs(source, vocab)
+        run = evaluate_written
+    else:
+        refs = list(read_conll_docs(args.gold, vocab))
+        run = evaluate
     rows, kind_rows, wrong = [], [], {}
     kinds = sorted({kind_of(r.user_data.get("doc_id", "")) for r in refs})
     for name in args.models:
         nlp = load(name)
-        examples, seconds = evaluate(nlp, refs)
+        examples, seconds = run(nlp, refs)
         wrong[name] = [found for found in pronoun_outcomes(examples) if found.outcome != "correct"]
         scores = score_coref_examples(examples)
         pronouns = score_pronouns(examples)
@@ -119,7 +174,8 @@ def main() -> None:
         for eg in examples:
             by_kind[kind_of(eg.reference.user_data.get("doc_id", ""))].add(score_pronouns([eg]))
         kind_rows.append([name] + [f"{100 * by_kind[k].accuracy:.0f} ({by_kind[k].total})" for k in kinds])
-    print(f"{len(refs)} texts, {sum(len(r) for r in refs)} tokens ({args.gold})")
+    where = f"{source}, as written" if args.as_written else args.gold
+    print(f"{len(refs)} texts, {sum(1 for r in refs for t in r if not t.is_space)} tokens ({where})")
     print(
         table(
             [

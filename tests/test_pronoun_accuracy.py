@@ -82,15 +82,52 @@ def test_the_everyday_conll_files_are_built_from_their_sources(name):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.slow
-def _on_the_everyday_set(nlp):
-    """(pronoun score, rule breaks summed) of a pipeline on the 52 texts, as
-    benchmarks/everyday.py scores them."""
+def _everyday_module():
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         import everyday
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
+    return everyday
+
+
+@pytest.mark.parametrize("name", ["everyday", "fresh"])
+def test_the_texts_as_written_hold_the_conll_files_clusters(name):
+    """benchmarks/everyday.py --as-written reads the source's plain text (line
+    breaks kept) and aligns the gold by characters: text for text, the same
+    clusters as the CoNLL file build.py writes, mention by mention."""
+    from spacy_memcoref.corpora.conll import read_conll_docs
+    from spacy_memcoref.doc_helpers.clusters import numbered_clusters
+
+    vocab = spacy.blank("en").vocab
+    written = _everyday_module().written_refs(EVERYDAY / f"{name}.txt", vocab)
+    conll = list(read_conll_docs(EVERYDAY / f"{name}.v4_gold_conll", vocab))
+    assert [d.user_data["doc_id"] for d in written] == [d.user_data["doc_id"] for d in conll]
+
+    def clusters(doc):
+        def words(span):
+            return " ".join(t.text for t in span if not t.is_space)
+
+        return sorted(sorted(words(s) for s in group) for _, group in numbered_clusters(doc))
+
+    assert any("\n" in d.text for d in written)  # the line breaks are kept
+    for a, b in zip(written, conll):
+        assert [t.text for t in a if not t.is_space] == [t.text for t in b], a.user_data["doc_id"]
+        assert clusters(a) == clusters(b), a.user_data["doc_id"]
+
+
+def test_a_mention_off_token_boundaries_names_its_line(tmp_path):
+    source = tmp_path / "texts.txt"
+    source.write_text("# id: split\n# kind: fiction\n[Ann|a] met [Bo|b]b.\n[She|a] waved to [him|b].\n")
+    with pytest.raises(SystemExit, match=r"texts.txt:3 \(text 'split'\): mention 'Bo' is not on token boundaries"):
+        _everyday_module().written_refs(source, spacy.blank("en").vocab)
+
+
+@pytest.mark.slow
+def _on_the_everyday_set(nlp):
+    """(pronoun score, rule breaks summed) of a pipeline on the 52 texts, as
+    benchmarks/everyday.py scores them."""
+    everyday = _everyday_module()
     from spacy_memcoref.corpora.conll import read_conll_docs
     from spacy_memcoref.decoders.constraints import violations
     from spacy_memcoref.doc_helpers.clusters import numbered_clusters
