@@ -81,7 +81,11 @@ def written_refs(source: Path, vocab):
     spec.loader.exec_module(build)
     tokenizer = spacy.blank("en", vocab=vocab).tokenizer
     refs = []
-    for text in build.read_source(source):
+    try:
+        texts = build.read_source(source)
+    except build.BuildError as e:  # names the file, line and text
+        raise SystemExit(str(e)) from None
+    for text in texts:
         doc = tokenizer(text.plain)
         entities = {}
         for m in text.mentions:

@@ -121,6 +121,9 @@ def test_a_mention_off_token_boundaries_names_its_line(tmp_path):
     source.write_text("# id: split\n# kind: fiction\n[Ann|a] met [Bo|b]b.\n[She|a] waved to [him|b].\n")
     with pytest.raises(SystemExit, match=r"texts.txt:3 \(text 'split'\): mention 'Bo' is not on token boundaries"):
         _everyday_module().written_refs(source, spacy.blank("en").vocab)
+    source.write_text("# id: open\n# kind: fiction\n[Ann met Bo.\n")
+    with pytest.raises(SystemExit, match=r"texts.txt:3 \(text 'open'\): column 1: '\[' is never closed"):
+        _everyday_module().written_refs(source, spacy.blank("en").vocab)
 
 
 @pytest.mark.slow
