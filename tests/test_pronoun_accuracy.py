@@ -126,7 +126,6 @@ def test_a_mention_off_token_boundaries_names_its_line(tmp_path):
         _everyday_module().written_refs(source, spacy.blank("en").vocab)
 
 
-@pytest.mark.slow
 def _on_the_everyday_set(nlp):
     """(pronoun score, rule breaks summed) of a pipeline on the 52 texts, as
     benchmarks/everyday.py scores them."""
