@@ -367,6 +367,9 @@ def test_an_argument_prepositions_pronoun_and_one_after_an_adverb_are_not_the_su
     # locative and partitive prepositions are left out: "him" may be the subject
     assert not _bound("He carries the cloth with him .", (0, 0), (5, 5))
     assert not _bound("We had one , and none of us liked it .", (0, 0), (7, 7))
+    # a pronoun is no verb: "herself" before "about him" is not its verb, so "Tom" is not that verb's subject
+    assert not _bound("Ann asked Tom herself about him .", (2, 2), (5, 5))
+    assert _bound("Ann asked Tom herself and then asked about him .", (0, 0), (8, 8))
 
 
 def test_in_a_chat_of_two_ones_i_is_the_others_you_and_not_their_she():

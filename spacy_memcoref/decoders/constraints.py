@@ -631,11 +631,14 @@ AFTER_OBJECT_HER = frozenset(
 AUXILIARIES = frozenset(
     "has had have was were is are am will would did does do could can should may might must shall".split()
 )
-NOT_VERBS = frozenset(
-    """the a an this that these those my your his her its our their of in on at with from for by to about as
+NOT_VERBS = (
+    frozenset(
+        """the a an this that these those my your his her its our their of in on at with from for by to about as
     and or but nor so yet if because when while where who whom which whose what than then also not never just only
-    very too all both each every some any no he she it we they i you him them me us there here""".split()
-)
+    very too all both each every some any no there here""".split()
+    )
+    | _ALL_PRONOUNS
+)  # no pronoun is a verb: "himself", "hers" and "mine" neither
 # prepositions that open a verb's argument ("waited for him", "talked to
 # her"): its pronoun is not the verb's subject either. Left out: locative
 # ones, "with" and "on" among them ("he carries with him", "items with
