@@ -200,7 +200,7 @@ for words, features in (
     (SECOND, {"animate"}),
     (INANIMATE, {"inanimate"}),
 ):
-    for word in words:
+    for word in sorted(words):  # an order that does not hang on the hash seed
         _FEATURES[word] = frozenset(features)
 CONFLICTS: Tuple[Tuple[str, str], ...] = (
     ("masculine", "feminine"),
@@ -456,7 +456,7 @@ def speaker_names(turns: Sequence[Any]) -> Dict[Tuple[str, ...], str]:
     speakers could have (two speakers named Smith) names neither. Empty
     turns are no speaker's."""
     owners: Dict[Tuple[str, ...], Set[str]] = {}
-    for label in {turn.label_ for turn in turns if len(turn)}:
+    for label in sorted({turn.label_ for turn in turns if len(turn)}):
         words = speaker_words(label)
         if not words:
             continue
