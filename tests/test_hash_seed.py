@@ -18,14 +18,16 @@ REPO = Path(__file__).resolve().parents[1]
 # every text of the everyday set as written (line breaks kept: the letter and
 # chat rules find their lines), through both offline model families
 _SCRIPT = """
-import importlib.util, json, sys
+import json, sys
 from pathlib import Path
+import spacy
 import spacy_memcoref
 repo = Path(sys.argv[1])
-spec = importlib.util.spec_from_file_location("everyday_build", repo / "benchmarks" / "everyday" / "build.py")
-build = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(build)
-texts = [t.plain for name in ("everyday", "fresh") for t in build.read_source(repo / "tests" / "data" / "everyday" / f"{name}.txt")]
+sys.path.insert(0, str(repo / "benchmarks"))
+import everyday
+vocab = spacy.blank("en").vocab
+sources = [repo / "tests" / "data" / "everyday" / f"{name}.txt" for name in ("everyday", "fresh")]
+texts = [ref.text for source in sources for ref in everyday.written_refs(source, vocab)]
 out = {}
 for model in ("s2e-ontogum", "petra-ontogum"):
     nlp = spacy_memcoref.load(model)
